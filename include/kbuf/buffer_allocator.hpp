@@ -1,0 +1,563 @@
+#ifndef KBUF_BUFFER_ALLOCATOR_HPP
+#define KBUF_BUFFER_ALLOCATOR_HPP
+
+/// @file
+/// `kbuf::BufferAllocator`: short-lived temporaries as unmanaged Kokkos Views carved out of one
+/// preallocated, growable buffer, released in LIFO order through checkpoints and scopes.
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include <kbuf/config.hpp>
+#include <kbuf/errors.hpp>
+#include <kbuf/sizes.hpp>
+
+namespace kbuf {
+
+/// Counters of one allocator, counted since its construction.
+struct Statistics {
+  std::size_t temporaries = 0;     ///< temporaries served from the buffer (zero-sized included)
+  std::size_t fallbacks = 0;       ///< temporaries served by a fallback allocation
+  std::size_t fallback_bytes = 0;  ///< bytes requested by those fallbacks
+  std::size_t regrows = 0;         ///< times the buffer was replaced (growth, resize, shrink)
+  std::size_t resets = 0;          ///< successful `reset` calls, scopes' included
+  std::size_t fences = 0;          ///< fences the allocator issued on its execution space instance
+  std::size_t peak_used = 0;       ///< the largest `used()` seen
+  std::size_t peak_live = 0;       ///< the most temporaries live at once
+};
+
+namespace Impl {
+
+/// Product of the compile-time extents of a Kokkos data type (`double*[3][4]` -> 12).
+template <class T>
+struct static_extent_product : std::integral_constant<std::size_t, 1> {};
+template <class T, std::size_t N>
+struct static_extent_product<T[N]>
+    : std::integral_constant<std::size_t, N * static_extent_product<T>::value> {};
+
+template <class E>
+constexpr bool extent_is_negative(E e) noexcept {
+  if constexpr (std::is_signed<E>::value) {
+    return e < 0;
+  } else {
+    (void)e;
+    return false;
+  }
+}
+
+/// `*out = a * b`; true on overflow.
+inline bool mul_overflow(std::size_t a, std::size_t b, std::size_t* out) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  return __builtin_mul_overflow(a, b, out);
+#else
+  if (b != 0 && a > std::numeric_limits<std::size_t>::max() / b) return true;
+  *out = a * b;
+  return false;
+#endif
+}
+
+template <class Layout>
+constexpr bool is_contiguous_layout =
+    std::is_same<Layout, Kokkos::LayoutLeft>::value || std::is_same<Layout, Kokkos::LayoutRight>::value;
+
+template <class MemorySpace>
+const char* space_name() noexcept {
+  return MemorySpace::name();
+}
+
+}  // namespace Impl
+
+/// A buffer allocator for temporaries in the memory space `MemorySpace`.
+///
+/// Every temporary is an unmanaged `Kokkos::View` over the allocator's buffer at an offset whose
+/// absolute address is aligned to `max(alignment(), alignof(value_type))`. Its contents are
+/// uninitialised. It stays valid until the allocator is reset to a checkpoint taken before it
+/// (or to empty), resized, or destroyed; after that it dangles. A temporary that does not fit
+/// is served by a fallback allocation (a managed View in the same space, held until the reset
+/// that releases it) and looks the same to the caller. The high-water mark remembers the peak
+/// need, fallbacks included, and the next `allocate` on an empty allocator regrows the buffer
+/// to it, so the second run of a workload needs no fallback.
+///
+/// Device order: reuse after `reset` is safe for work submitted to the allocator's execution
+/// space instance (stream order). Before it frees or regrows memory the allocator fences that
+/// instance only. Work on another instance is the caller's to order: fence it, or use
+/// `reset(checkpoint, other_instance)`.
+///
+/// Not thread-safe (like `std::pmr::unsynchronized_pool_resource`): use one allocator per host
+/// thread or per execution space instance. Not copyable and not movable: temporaries and
+/// checkpoints refer to it.
+template <class MemorySpace = default_memory_space>
+class BufferAllocator final {
+  static_assert(Kokkos::is_memory_space<MemorySpace>::value,
+                "kbuf::BufferAllocator<MemorySpace>: MemorySpace must be a Kokkos memory space "
+                "such as Kokkos::HostSpace or Kokkos::CudaSpace");
+
+  using raw_view = Kokkos::View<unsigned char*, MemorySpace>;
+
+ public:
+  using memory_space = MemorySpace;
+  using execution_space = typename MemorySpace::execution_space;
+  /// The type of every temporary: an unmanaged View in `MemorySpace`.
+  template <class DataType, class Layout = Kokkos::LayoutRight>
+  using view = Kokkos::View<DataType, Layout, MemorySpace, Kokkos::MemoryUnmanaged>;
+
+  /// Alignment of every temporary's address unless the constructor names another: 64 bytes in
+  /// `Kokkos::HostSpace` (a cache line), 256 in every other space (GPU memory transactions).
+  static constexpr std::size_t default_alignment =
+      std::is_same<MemorySpace, Kokkos::HostSpace>::value ? 64 : 256;
+
+  /// A point in the allocator's LIFO history: its offset and its live fallbacks. Cheap to copy.
+  /// It stays valid until a reset goes back past it.
+  class Checkpoint {
+   public:
+    Checkpoint() = default;  ///< belongs to no allocator; resetting to it throws
+    /// Bytes in use at this point.
+    [[nodiscard]] std::size_t used() const noexcept { return used_; }
+    /// Live temporaries (zero-sized ones aside) at this point.
+    [[nodiscard]] std::size_t depth() const noexcept { return depth_; }
+
+   private:
+    friend class BufferAllocator;
+    Checkpoint(const BufferAllocator* owner, std::uint64_t id, std::size_t depth, std::size_t used,
+               std::size_t need, std::size_t nfallbacks) noexcept
+        : owner_(owner), id_(id), depth_(depth), used_(used), need_(need), nfallbacks_(nfallbacks) {}
+    const BufferAllocator* owner_ = nullptr;
+    std::uint64_t id_ = 0;  // serial number of the newest live temporary, 0 for none
+    std::size_t depth_ = 0;
+    std::size_t used_ = 0;
+    std::size_t need_ = 0;
+    std::size_t nfallbacks_ = 0;
+  };
+
+  /// RAII: takes a checkpoint when made and resets to it when destroyed, also when an exception
+  /// unwinds through it. Movable, not copyable; a moved-from scope does nothing. Scopes must end
+  /// in LIFO order; a scope whose checkpoint an explicit reset already released does nothing.
+  class Scope {
+   public:
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    Scope& operator=(Scope&&) = delete;
+    Scope(Scope&& other) noexcept
+        : alloc_(std::exchange(other.alloc_, nullptr)), checkpoint_(other.checkpoint_) {}
+    ~Scope() {
+      if (alloc_ != nullptr) alloc_->end_scope(checkpoint_);
+    }
+    /// The checkpoint this scope resets to.
+    [[nodiscard]] Checkpoint checkpoint() const noexcept { return checkpoint_; }
+
+   private:
+    friend class BufferAllocator;
+    explicit Scope(BufferAllocator& alloc) noexcept
+        : alloc_(&alloc), checkpoint_(alloc.checkpoint()) {
+      ++alloc.live_scopes_;
+    }
+    BufferAllocator* alloc_;
+    Checkpoint checkpoint_;
+  };
+
+  /// An allocator bound to the default instance of `execution_space` whose buffer holds
+  /// `buffer_size(sizehint)` bytes (none for 0: it grows on first use).
+  /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
+  explicit BufferAllocator(std::size_t sizehint = 0)
+      : BufferAllocator(execution_space(), sizehint, default_alignment) {}
+
+  /// As above, with every temporary aligned to `alignment` bytes (a power of two).
+  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
+  BufferAllocator(std::size_t sizehint, std::size_t alignment)
+      : BufferAllocator(execution_space(), sizehint, alignment) {}
+
+  /// An allocator bound to the execution space instance `exec`: its buffer and fallbacks are
+  /// allocated on it without initialisation, and it fences `exec` (only) before it frees or
+  /// regrows memory. `label` names its allocations for Kokkos Tools.
+  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
+  explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
+                           std::size_t alignment = default_alignment, std::string label = "kbuf")
+      : exec_(exec), alignment_(alignment), label_(std::move(label)) {
+    KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: alignment = ", alignment,
+                 " is not a power of two");
+    const std::size_t capacity = buffer_size(sizehint);
+    grow_ids(initial_id_capacity);
+    take_buffer(capacity);
+  }
+
+  BufferAllocator(const BufferAllocator&) = delete;
+  BufferAllocator(BufferAllocator&&) = delete;
+  BufferAllocator& operator=(const BufferAllocator&) = delete;
+  BufferAllocator& operator=(BufferAllocator&&) = delete;
+
+  /// Fences the bound instance, then frees the buffer and all fallbacks. Must run before
+  /// `Kokkos::finalize`. Never throws.
+  ~BufferAllocator() {
+    if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
+  }
+
+  /// One temporary of `DataType` (e.g. `double**`, `float*[3]`, `Kokkos::complex<double>***`)
+  /// in `Layout` (LayoutRight or LayoutLeft), one extent per runtime dimension. The memory is
+  /// uninitialised; the view is valid until a reset releases it.
+  /// @throws kbuf::logic_error for a negative extent or a byte count that overflows `size_t`.
+  /// @throws kbuf::out_of_memory if a regrowth or a fallback allocation fails.
+  template <class DataType, class Layout = Kokkos::LayoutRight, class... Extents>
+  view<DataType, Layout> allocate(Extents... extents) {
+    using V = view<DataType, Layout>;
+    using T = typename V::value_type;
+    static_assert(Impl::is_contiguous_layout<Layout>,
+                  "kbuf::BufferAllocator::allocate: Layout must be Kokkos::LayoutRight or "
+                  "Kokkos::LayoutLeft");
+    static_assert(sizeof...(Extents) == static_cast<std::size_t>(V::rank_dynamic),
+                  "kbuf::BufferAllocator::allocate: pass exactly one extent per runtime "
+                  "dimension of DataType (one per '*')");
+    static_assert((std::is_integral<Extents>::value && ...),
+                  "kbuf::BufferAllocator::allocate: extents must be integers");
+    static_assert(!std::is_const<T>::value,
+                  "kbuf::BufferAllocator::allocate: the value type must not be const (the memory "
+                  "is uninitialised)");
+    static_assert(std::is_trivially_destructible<T>::value,
+                  "kbuf::BufferAllocator::allocate: the value type must be trivially destructible "
+                  "(temporaries are released without running destructors)");
+    constexpr std::size_t static_count = Impl::static_extent_product<DataType>::value;
+    static_assert(static_count <= std::numeric_limits<std::size_t>::max() / sizeof(T),
+                  "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
+
+    if (KBUF_IMPL_UNLIKELY((Impl::extent_is_negative(extents) || ...))) {
+      throw_bad_extents<DataType>(extents...);
+    }
+    std::size_t nbytes = static_count * sizeof(T);
+    bool overflow = false;
+    ((overflow |= Impl::mul_overflow(nbytes, static_cast<std::size_t>(extents), &nbytes)), ...);
+    if (KBUF_IMPL_UNLIKELY(overflow)) throw_overflow<DataType>(extents...);
+
+    using pointer = typename V::pointer_type;
+    if (nbytes == 0) {
+      ++stats_.temporaries;
+      return V(pointer(nullptr), static_cast<std::size_t>(extents)...);
+    }
+    constexpr std::size_t type_alignment = alignof(T);
+    const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
+    return V(reinterpret_cast<pointer>(acquire(nbytes, a)), static_cast<std::size_t>(extents)...);
+  }
+
+  /// The current point of the LIFO history.
+  [[nodiscard]] Checkpoint checkpoint() const noexcept {
+    return Checkpoint(this, depth_ == 0 ? 0 : ids_[depth_ - 1], depth_, used_, need_,
+                      fallbacks_.size());
+  }
+
+  /// Releases every temporary allocated after `cp` (fallbacks are freed after a fence of the
+  /// bound instance). Never resizes the buffer.
+  /// @throws kbuf::logic_error if `cp` belongs to another allocator or was already released by
+  /// a reset to an earlier point; nothing changes then.
+  void reset(Checkpoint cp) {
+    check_checkpoint(cp, "kbuf::BufferAllocator::reset");
+    release_to(cp);
+  }
+
+  /// As `reset(cp)`, after fencing `other`: for temporaries that were used on another execution
+  /// space instance, whose work must end before their memory is handed out again.
+  template <class ExecSpace>
+  void reset(Checkpoint cp, const ExecSpace& other) {
+    static_assert(Kokkos::is_execution_space<ExecSpace>::value,
+                  "kbuf::BufferAllocator::reset(checkpoint, other): other must be a Kokkos "
+                  "execution space instance");
+    check_checkpoint(cp, "kbuf::BufferAllocator::reset");
+    other.fence();
+    release_to(cp);
+  }
+
+  /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
+  /// next `allocate`.
+  void reset() { release_to(Checkpoint(this, 0, 0, 0, 0, 0)); }
+
+  /// A scope that resets to the current checkpoint when it is destroyed:
+  /// `{ auto s = alloc.scope(); auto t = alloc.allocate<double*>(n); ... }`.
+  [[nodiscard]] Scope scope() noexcept { return Scope(*this); }
+
+  /// Bytes in the buffer.
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  /// Bytes of the buffer in use, alignment padding included.
+  [[nodiscard]] std::size_t used() const noexcept { return used_; }
+  /// The peak need: the most bytes the live temporaries (fallbacks included, each with its
+  /// worst-case alignment padding) would have taken in the buffer. The next growth target.
+  [[nodiscard]] std::size_t high_water_mark() const noexcept { return hwm_; }
+  /// True when no temporary is live (fallbacks included).
+  [[nodiscard]] bool empty() const noexcept { return depth_ == 0; }
+  /// The minimum alignment of every temporary's address, in bytes.
+  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+  /// The execution space instance the allocator is bound to.
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
+  /// The label of the allocator's Kokkos allocations.
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+  /// Number of live fallback allocations.
+  [[nodiscard]] std::size_t live_fallbacks() const noexcept { return fallbacks_.size(); }
+
+  /// Replaces the buffer by one of `buffer_size(nbytes)` bytes (the old one is released first,
+  /// after a fence of the bound instance) and lowers the high-water mark to the new capacity
+  /// if it was above it.
+  /// @throws kbuf::logic_error unless `empty()`.
+  /// @throws kbuf::out_of_memory if the new buffer cannot be allocated; the allocator then
+  /// keeps a buffer of its old capacity where memory allows.
+  void resize(std::size_t nbytes) {
+    KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, "): ", depth_,
+                 " temporaries are live; resize only an empty allocator");
+    const std::size_t capacity = buffer_size(nbytes);
+    if (capacity != capacity_) replace_buffer(capacity);
+    if (hwm_ > capacity_) hwm_ = capacity_;
+    shrink_ = false;
+  }
+
+  /// Raises the high-water mark to `nbytes`, so the next regrowth makes room for it. With
+  /// `shrink`, sets it to `nbytes` (but not below what is live now), and the next regrowth may
+  /// shrink the buffer to `buffer_size(nbytes)`.
+  void sizehint(std::size_t nbytes, bool shrink = false) noexcept {
+    if (shrink) {
+      hwm_ = nbytes > need_ ? nbytes : need_;
+      shrink_ = true;
+    } else if (nbytes > hwm_) {
+      hwm_ = nbytes;
+    }
+  }
+
+  /// The buffer: a managed View of `capacity()` bytes, starting at an address aligned to
+  /// `alignment()`. Empty until the first growth.
+  [[nodiscard]] const Kokkos::View<unsigned char*, MemorySpace>& buffer() const noexcept {
+    return buffer_;
+  }
+
+  /// The allocator's counters.
+  [[nodiscard]] Statistics statistics() const noexcept { return stats_; }
+
+  /// Fences the bound execution space instance.
+  void fence() {
+    exec_.fence();
+    ++stats_.fences;
+  }
+
+ private:
+  static constexpr std::size_t initial_id_capacity = 64;
+
+  struct Fallback {
+    raw_view memory;
+    std::size_t nbytes;
+  };
+
+  // The hot path: carve `nbytes` (> 0) aligned to `a` (>= alignment_) out of the buffer, or
+  // serve a fallback. Nothing changes unless it succeeds.
+  void* acquire(std::size_t nbytes, std::size_t a) {
+    if (depth_ == 0 && KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) regrow();
+    if (KBUF_IMPL_UNLIKELY(depth_ == id_capacity_)) grow_ids(2 * id_capacity_);
+    // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
+    // type aligned beyond it pads at most (a - alignment_) bytes more.
+    const std::size_t need_start = Impl::align_up(need_, alignment_) + (a - alignment_);
+    if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
+      throw_unsatisfiable(nbytes, a);
+    }
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used_, a) - base);
+    void* p;
+    if (KBUF_IMPL_UNLIKELY(start > capacity_ || nbytes > capacity_ - start)) {
+      p = acquire_fallback(nbytes, a);
+    } else {
+      p = base_ + start;
+      used_ = start + nbytes;
+      ++stats_.temporaries;
+      if (used_ > stats_.peak_used) stats_.peak_used = used_;
+    }
+    ids_[depth_++] = ++serial_;
+    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
+    need_ = need_start + nbytes;
+    if (need_ > hwm_) hwm_ = need_;
+    return p;
+  }
+
+  KBUF_IMPL_COLD void* acquire_fallback(std::size_t nbytes, std::size_t a) {
+    if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
+      throw_unsatisfiable(nbytes, a);
+    }
+    try {
+      fallbacks_.reserve(fallbacks_.size() + 1);
+    } catch (const std::bad_alloc&) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: no host memory to record a fallback of ",
+                    nbytes, " bytes");
+    }
+    raw_view memory = allocate_raw(nbytes + (a - 1), "::fallback", "allocate");
+    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
+    void* p = memory.data() + (Impl::align_up(addr, a) - addr);
+    fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
+    ++stats_.fallbacks;
+    stats_.fallback_bytes += nbytes;
+    return p;
+  }
+
+  raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call) {
+    try {
+      return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
+                      nbytes);
+    } catch (const std::exception& e) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", nbytes, " bytes in ",
+                    Impl::space_name<MemorySpace>(), " (", e.what(), ")");
+    }
+  }
+
+  // Takes a buffer of exactly `capacity` usable bytes whose base is aligned to alignment_.
+  // Precondition: no buffer is held.
+  void take_buffer(std::size_t capacity) {
+    if (capacity == 0) return;
+    raw_view raw = allocate_raw(capacity, "::buffer", "grow");
+    std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
+    if (addr % alignment_ != 0) {  // e.g. CUDA data sits 128 bytes past a 256-aligned header
+      raw = raw_view();
+      raw = allocate_raw(capacity + (alignment_ - 1), "::buffer", "grow");
+      addr = reinterpret_cast<std::uintptr_t>(raw.data());
+    }
+    const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
+    buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
+    base_ = buffer_.data();
+    capacity_ = capacity;
+  }
+
+  // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes.
+  // On failure tries to take back the old capacity, then throws.
+  void replace_buffer(std::size_t capacity) {
+    const std::size_t old_capacity = capacity_;
+    if (old_capacity != 0) fence();
+    buffer_ = raw_view();
+    base_ = nullptr;
+    capacity_ = 0;
+    try {
+      take_buffer(capacity);
+    } catch (const kbuf::out_of_memory&) {
+      try {
+        take_buffer(old_capacity);
+      } catch (const kbuf::out_of_memory&) {  // keeps no buffer; the next growth retries
+      }
+      throw;
+    }
+    ++stats_.regrows;
+  }
+
+  KBUF_IMPL_COLD void regrow() {
+    const std::size_t capacity = buffer_size(hwm_);
+    if (capacity > capacity_ || (shrink_ && capacity != capacity_)) replace_buffer(capacity);
+    shrink_ = false;
+  }
+
+  KBUF_IMPL_COLD void grow_ids(std::size_t n) {
+    std::unique_ptr<std::uint64_t[]> ids;
+    try {
+      ids.reset(new std::uint64_t[n]);
+    } catch (const std::bad_alloc&) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: no host memory to track ", n,
+                    " live temporaries");
+    }
+    for (std::size_t i = 0; i < depth_; ++i) ids[i] = ids_[i];
+    ids_ = std::move(ids);
+    id_capacity_ = n;
+  }
+
+  bool is_valid(const Checkpoint& cp) const noexcept {
+    return cp.owner_ == this && cp.depth_ <= depth_ &&
+           (cp.depth_ == 0 || ids_[cp.depth_ - 1] == cp.id_);
+  }
+
+  void check_checkpoint(const Checkpoint& cp, const char* call) const {
+    KBUF_EXPECTS(cp.owner_ != nullptr, call,
+                 ": the checkpoint belongs to no allocator (default-constructed)");
+    KBUF_EXPECTS(cp.owner_ == this, call, ": the checkpoint belongs to another allocator (",
+                 static_cast<const void*>(cp.owner_), ", not ", static_cast<const void*>(this),
+                 ")");
+    KBUF_EXPECTS(is_valid(cp), call, ": the checkpoint (depth ", cp.depth_, ", used ", cp.used_,
+                 " bytes) was released by an earlier reset; now depth ", depth_, ", used ",
+                 used_, " bytes. Reset in LIFO order");
+  }
+
+  // Precondition: cp is valid. Never resizes.
+  void release_to(const Checkpoint& cp) noexcept {
+    if (fallbacks_.size() > cp.nfallbacks_) {
+      fence_noexcept();
+      fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(cp.nfallbacks_),
+                       fallbacks_.end());
+    }
+    depth_ = cp.depth_;
+    used_ = cp.used_;
+    need_ = cp.need_;
+    ++stats_.resets;
+  }
+
+  void end_scope(const Checkpoint& cp) noexcept {
+    --live_scopes_;
+    if (is_valid(cp)) release_to(cp);
+  }
+
+  void fence_noexcept() noexcept {
+    try {
+      fence();
+    } catch (...) {  // a destructor's fence must not throw
+    }
+  }
+
+  template <class DataType, class... Extents>
+  [[noreturn]] KBUF_IMPL_COLD void throw_bad_extents(Extents... extents) const {
+    std::size_t index = 0;
+    long long value = 0;
+    std::size_t i = 0;
+    bool found = false;
+    auto visit = [&](auto e) {
+      if (!found && Impl::extent_is_negative(e)) {
+        found = true;
+        index = i;
+        value = static_cast<long long>(e);
+      }
+      ++i;
+    };
+    (visit(extents), ...);
+    Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate: extent ", index, " is ", value,
+                            "; extents must be non-negative");
+  }
+
+  template <class DataType, class... Extents>
+  [[noreturn]] KBUF_IMPL_COLD void throw_overflow(Extents... extents) const {
+    std::string list;
+    (void)std::initializer_list<int>{
+        ((void)(list += (list.empty() ? "" : ", ") + std::to_string(extents)), 0)...};
+    Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate(", list, "): the byte count overflows ",
+                            "size_t");
+  }
+
+  [[noreturn]] KBUF_IMPL_COLD void throw_unsatisfiable(std::size_t nbytes, std::size_t a) const {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: ", nbytes, " bytes aligned to ", a,
+                  " cannot be had in ", Impl::space_name<MemorySpace>());
+  }
+
+  execution_space exec_;
+  std::size_t alignment_;
+  std::string label_;
+  raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
+  unsigned char* base_ = nullptr;  // buffer_.data()
+  std::size_t capacity_ = 0;
+  std::size_t used_ = 0;   // offset of the end of the newest carved temporary
+  std::size_t need_ = 0;   // bytes everything live would take if carved (worst-case padding)
+  std::size_t hwm_ = 0;    // peak need_, or what sizehint set
+  bool shrink_ = false;    // sizehint(n, true) asked the next regrowth to shrink too
+  std::vector<Fallback> fallbacks_;
+  // Serial numbers of the live temporaries, oldest first: a checkpoint is still valid when the
+  // temporary that was newest when it was taken is still live at the same depth.
+  std::unique_ptr<std::uint64_t[]> ids_;
+  std::size_t id_capacity_ = 0;
+  std::size_t depth_ = 0;
+  std::uint64_t serial_ = 0;
+  std::size_t live_scopes_ = 0;
+  Statistics stats_;
+};
+
+}  // namespace kbuf
+
+#endif  // KBUF_BUFFER_ALLOCATOR_HPP

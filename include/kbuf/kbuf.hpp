@@ -1,0 +1,13 @@
+#ifndef KBUF_KBUF_HPP
+#define KBUF_KBUF_HPP
+
+/// @file
+/// kbuf: a buffer allocator that serves short-lived temporaries of Kokkos applications as
+/// unmanaged Views carved out of one preallocated, growable buffer.
+
+#include <kbuf/config.hpp>
+#include <kbuf/errors.hpp>
+#include <kbuf/sizes.hpp>
+#include <kbuf/buffer_allocator.hpp>
+
+#endif  // KBUF_KBUF_HPP

@@ -1,0 +1,225 @@
+# Copyright kbuf contributors.
+#
+# SPDX-License-Identifier: BSD-3-Clause
+
+import os
+
+from spack_repo.builtin.build_systems.cmake import CMakePackage
+from spack_repo.builtin.build_systems.cuda import CudaPackage
+from spack_repo.builtin.build_systems.rocm import ROCmPackage
+from spack_repo.builtin.packages.kokkos.package import Kokkos
+
+from spack.package import *
+
+# GPU architectures the Kokkos recipe can build for. Kokkos builds for exactly one architecture,
+# and kbuf's CUDA/HIP code is compiled against that Kokkos, so kbuf takes exactly one as well.
+_KOKKOS_CUDA_ARCHES = tuple(Kokkos.spack_cuda_arch_map)
+_KOKKOS_AMDGPU_TARGETS = tuple(Kokkos.amdgpu_arch_map)
+
+
+class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
+    """kbuf: a header-only buffer allocator for the temporaries of Kokkos applications.
+
+    Short-lived scratch views are carved out of one pre-allocated Kokkos buffer instead of
+    going through Kokkos' allocation path (cudaMalloc/hipMalloc) every time."""
+
+    homepage = "https://git.example.org/your-org/kbuf"
+    git = "https://git.example.org/your-org/kbuf.git"
+
+    license("BSD-3-Clause")
+
+    version("main", branch="main")
+
+    # The stand-alone test compiles a small CMake project against the installed kbuf.
+    test_requires_compiler = True
+
+    variant(
+        "kernels",
+        default=False,
+        description="Build the Kokkos Kernels tensor-contraction workload library, "
+        "the kbuf-demo executable and the end-to-end benchmark (needs Kokkos Kernels)",
+    )
+    variant("benchmarks", default=False, description="Build kbuf's benchmarks")
+
+    # Kokkos accepts exactly one GPU architecture, so the multi-valued cuda_arch/amdgpu_target
+    # variants of CudaPackage/ROCmPackage are redefined here as single-valued, like Kokkos does.
+    variant(
+        "cuda_arch",
+        description="CUDA architecture (exactly one: the one Kokkos is built for)",
+        values=("none",) + CudaPackage.cuda_arch_values,
+        default="none",
+        multi=False,
+        sticky=True,
+        when="+cuda",
+    )
+    variant(
+        "amdgpu_target",
+        description="AMD GPU architecture (exactly one: the one Kokkos is built for)",
+        values=("none",) + ROCmPackage.amdgpu_targets,
+        default="none",
+        multi=False,
+        sticky=True,
+        when="+rocm",
+    )
+
+    conflicts(
+        "+cuda",
+        when="+rocm",
+        msg="kbuf is built for one device backend: choose +cuda or +rocm, not both",
+    )
+    conflicts(
+        "+cuda",
+        when="cuda_arch=none",
+        msg="kbuf+cuda needs exactly one CUDA architecture, e.g. 'kbuf+cuda cuda_arch=90' "
+        "(Kokkos is built for a single GPU architecture)",
+    )
+    conflicts(
+        "+rocm",
+        when="amdgpu_target=none",
+        msg="kbuf+rocm needs exactly one AMD GPU target, e.g. 'kbuf+rocm amdgpu_target=gfx90a' "
+        "(Kokkos is built for a single GPU architecture)",
+    )
+    for _arch in CudaPackage.cuda_arch_values:
+        if _arch not in _KOKKOS_CUDA_ARCHES:
+            conflicts(
+                f"cuda_arch={_arch}",
+                when="+cuda",
+                msg=f"Kokkos cannot be built for cuda_arch={_arch}; supported CUDA "
+                f"architectures: {', '.join(_KOKKOS_CUDA_ARCHES)}",
+            )
+    for _arch in ROCmPackage.amdgpu_targets:
+        if _arch not in _KOKKOS_AMDGPU_TARGETS:
+            conflicts(
+                f"amdgpu_target={_arch}",
+                when="+rocm",
+                msg=f"Kokkos cannot be built for amdgpu_target={_arch}; supported AMD GPU "
+                f"targets: {', '.join(_KOKKOS_AMDGPU_TARGETS)}",
+            )
+
+    depends_on("cxx", type="build")
+    depends_on("cmake@3.16:", type="build")
+
+    # kbuf's CMake does find_package(Kokkos 3.4); Kokkos' CMake config must be usable from C++17.
+    depends_on("kokkos@3.4.01:")
+    for _std in ("11", "14"):
+        conflicts(
+            f"^kokkos cxxstd={_std}",
+            msg="kbuf needs C++17: build Kokkos with cxxstd=17 or newer",
+        )
+
+    # The Spack variants select KBUF_BACKEND, and Kokkos must provide exactly that backend:
+    #  - Serial (neither +cuda nor +rocm): a host-only Kokkos. A CUDA/HIP Kokkos cannot be
+    #    compiled by the plain host compiler, so it is not silently accepted here; ask for
+    #    kbuf+cuda / kbuf+rocm instead.
+    #  - CUDA: Kokkos+cuda for the same single cuda_arch, compiled through nvcc_wrapper.
+    #  - HIP: Kokkos+rocm for the same single amdgpu_target, compiled with hipcc.
+    depends_on("kokkos~cuda~rocm", when="~cuda~rocm")
+    for _arch in _KOKKOS_CUDA_ARCHES:
+        depends_on(f"kokkos+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
+    for _arch in _KOKKOS_AMDGPU_TARGETS:
+        depends_on(f"kokkos+rocm amdgpu_target={_arch}", when=f"+rocm amdgpu_target={_arch}")
+    # kbuf launches device lambdas; Kokkos 5 always enables them (the variant is gone there).
+    depends_on("kokkos+cuda_lambda", when="+cuda ^kokkos@:4")
+    requires(
+        "^kokkos+wrapper",
+        when="+cuda",
+        msg="kbuf+cuda compiles Kokkos code through nvcc_wrapper: it needs kokkos+wrapper",
+    )
+    conflicts(
+        "^kokkos+cmake_lang",
+        msg="kbuf compiles Kokkos code as C++ (nvcc_wrapper or hipcc); "
+        "Kokkos built with +cmake_lang is not supported",
+    )
+    conflicts("^kokkos+sycl", msg="kbuf supports the Serial, CUDA and HIP backends of Kokkos only")
+    conflicts(
+        "^kokkos+openmptarget",
+        msg="kbuf supports the Serial, CUDA and HIP backends of Kokkos only",
+    )
+
+    # Kokkos Kernels shares kbuf's Kokkos; with CUDA it is built for the same architecture.
+    with when("+kernels"):
+        depends_on("kokkos-kernels")
+        depends_on("kokkos-kernels~cuda", when="~cuda")
+        for _arch in _KOKKOS_CUDA_ARCHES:
+            depends_on(f"kokkos-kernels+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
+
+    # tests/CMakeLists.txt does find_package(doctest 2.4); only needed with --test
+    depends_on("doctest@2.4:", type="test")
+
+    # The install-test consumer project, copied at install time for `spack test run`.
+    consumer_src = join_path("tests", "install", "consumer")
+
+    def _cxx_compiler(self) -> str:
+        """The C++ compiler Kokkos code must be compiled with (the one Kokkos was built with)."""
+        if self.spec.satisfies("+rocm"):
+            return self.spec["hip"].hipcc
+        return self["kokkos"].kokkos_cxx
+
+    def cmake_args(self):
+        spec = self.spec
+        if spec.satisfies("+cuda"):
+            backend = "CUDA"
+        elif spec.satisfies("+rocm"):
+            backend = "HIP"
+        else:
+            backend = "Serial"
+
+        args = [
+            self.define("KBUF_BACKEND", backend),
+            self.define_from_variant("KBUF_ENABLE_KERNELS", "kernels"),
+            self.define_from_variant("KBUF_ENABLE_BENCHMARKS", "benchmarks"),
+            # The examples are part of the project's own CI, not of an installation.
+            self.define("KBUF_ENABLE_EXAMPLES", False),
+            self.define("BUILD_TESTING", self.run_tests),
+            self.define("Kokkos_ROOT", spec["kokkos"].prefix),
+            self.define("CMAKE_CXX_COMPILER", self._cxx_compiler()),
+        ]
+        if spec.satisfies("+kernels"):
+            args.append(self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix))
+        return args
+
+    @run_after("install")
+    def copy_consumer_sources(self):
+        """Keep the install-test consumer project for `spack test run`."""
+        cache_extra_test_sources(self, [self.consumer_src])
+
+    def test_consumer(self):
+        """build the install-test consumer against the installed kbuf and run it"""
+        src = join_path(self.test_suite.current_test_cache_dir, self.consumer_src)
+        if not os.path.isfile(join_path(src, "CMakeLists.txt")):
+            raise SkipTest(f"{src}/CMakeLists.txt is missing")
+
+        spec = self.spec
+        if spec.satisfies("+cuda"):
+            cxx = self["kokkos"].kokkos_cxx
+            # nvcc_wrapper forwards host code to this compiler (as in Kokkos' own build).
+            os.environ["NVCC_WRAPPER_DEFAULT_COMPILER"] = self["cxx"].cxx
+        elif spec.satisfies("+rocm"):
+            cxx = spec["hip"].hipcc
+        else:
+            cxx = self["cxx"].cxx
+
+        cmake = spec["cmake"].command
+        build_dir = join_path(os.getcwd(), "consumer-build")
+        with test_part(
+            self, "test_consumer_build", purpose="configure and build the consumer project"
+        ):
+            cmake(
+                "-S",
+                src,
+                "-B",
+                build_dir,
+                self.define("CMAKE_BUILD_TYPE", "Release"),
+                self.define("CMAKE_CXX_COMPILER", cxx),
+                self.define("CMAKE_PREFIX_PATH", ";".join(get_cmake_prefix_path(self))),
+                self.define("kbuf_ROOT", self.prefix),
+                self.define("Kokkos_ROOT", spec["kokkos"].prefix),
+            )
+            cmake("--build", build_dir)
+
+        with test_part(self, "test_consumer_run", purpose="run kbuf-consumer"):
+            found = find(build_dir, "kbuf-consumer", recursive=True)
+            exes = [f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)]
+            if not exes:
+                raise RuntimeError(f"kbuf-consumer was not built under {build_dir}")
+            Executable(exes[0])()

@@ -1,0 +1,49 @@
+// Types and helpers shared by kbuf's unit tests.
+#ifndef KBUF_TEST_SUPPORT_HPP
+#define KBUF_TEST_SUPPORT_HPP
+
+#include <kbuf/kbuf.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kbuf_test {
+
+struct Pod12 {  // 12 bytes, 4-byte aligned: sizes that are not multiples of the alignment
+  float x, y, z;
+};
+struct Pod32 {  // 32 bytes
+  double a, b, c, d;
+};
+struct alignas(128) Wide {  // over-aligned beyond the host default of 64
+  double v;
+};
+static_assert(sizeof(Pod12) == 12, "Pod12 must be 12 bytes");
+static_assert(sizeof(Pod32) == 32, "Pod32 must be 32 bytes");
+static_assert(alignof(Wide) == 128, "Wide must be 128-byte aligned");
+
+using space = kbuf::default_memory_space;
+using Alloc = kbuf::BufferAllocator<space>;
+
+inline std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+/// Byte range [begin, end) of a view's data.
+template <class View>
+std::uintptr_t begin_of(const View& v) {
+  return address(v.data());
+}
+template <class View>
+std::uintptr_t end_of(const View& v) {
+  return address(v.data()) + v.span() * sizeof(typename View::value_type);
+}
+
+/// True when the view's bytes lie inside the allocator's buffer.
+template <class A, class View>
+bool inside_buffer(const A& alloc, const View& v) {
+  const std::uintptr_t b = address(alloc.buffer().data());
+  return begin_of(v) >= b && end_of(v) <= b + alloc.capacity();
+}
+
+}  // namespace kbuf_test
+
+#endif
