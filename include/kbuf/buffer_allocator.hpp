@@ -388,7 +388,7 @@ class BufferAllocator final {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: no host memory to record a fallback of ",
                     nbytes, " bytes");
     }
-    raw_view memory = allocate_raw(nbytes + (a - 1), "::fallback", "allocate");
+    raw_view memory = allocate_raw(nbytes + (a - 1), "::fallback", "allocate", nbytes);
     const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
     void* p = memory.data() + (Impl::align_up(addr, a) - addr);
     fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
@@ -397,13 +397,16 @@ class BufferAllocator final {
     return p;
   }
 
-  raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call) {
+  // Allocates `nbytes` (for a request of `requested` bytes) without initialisation on exec_.
+  raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call,
+                        std::size_t requested) {
     try {
       return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
                       nbytes);
     } catch (const std::exception& e) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", nbytes, " bytes in ",
-                    Impl::space_name<MemorySpace>(), " (", e.what(), ")");
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", requested,
+                    " bytes (", nbytes, " with alignment slack) in ",
+                    Impl::space_name<MemorySpace>(), ": ", e.what());
     }
   }
 
@@ -411,11 +414,11 @@ class BufferAllocator final {
   // Precondition: no buffer is held.
   void take_buffer(std::size_t capacity) {
     if (capacity == 0) return;
-    raw_view raw = allocate_raw(capacity, "::buffer", "grow");
+    raw_view raw = allocate_raw(capacity, "::buffer", "grow", capacity);
     std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
     if (addr % alignment_ != 0) {  // e.g. CUDA data sits 128 bytes past a 256-aligned header
       raw = raw_view();
-      raw = allocate_raw(capacity + (alignment_ - 1), "::buffer", "grow");
+      raw = allocate_raw(capacity + (alignment_ - 1), "::buffer", "grow", capacity);
       addr = reinterpret_cast<std::uintptr_t>(raw.data());
     }
     const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
@@ -518,6 +521,7 @@ class BufferAllocator final {
       }
       ++i;
     };
+    (void)visit;
     (visit(extents), ...);
     Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate: extent ", index, " is ", value,
                             "; extents must be non-negative");

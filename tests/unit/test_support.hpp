@@ -18,6 +18,14 @@ struct Pod32 {  // 32 bytes
 struct alignas(128) Wide {  // over-aligned beyond the host default of 64
   double v;
 };
+inline bool operator==(const Pod12& a, const Pod12& b) {
+  return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+inline bool operator==(const Pod32& a, const Pod32& b) {
+  return a.a == b.a && a.b == b.b && a.c == b.c && a.d == b.d;
+}
+inline bool operator==(const Wide& a, const Wide& b) { return a.v == b.v; }
+
 static_assert(sizeof(Pod12) == 12, "Pod12 must be 12 bytes");
 static_assert(sizeof(Pod32) == 32, "Pod32 must be 32 bytes");
 static_assert(alignof(Wide) == 128, "Wide must be 128-byte aligned");
