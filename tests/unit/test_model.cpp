@@ -1,0 +1,408 @@
+// Randomised model-based test: thousands of random programs of allocate / checkpoint / reset /
+// scope / sizehint / resize calls, each step checked against a simple reference model.
+//
+// The model knows the documented rules only: where a temporary must land (the next offset whose
+// absolute address is aligned), when it falls back, when the buffer regrows and to what size,
+// what used() and high_water_mark() are, which checkpoints are still valid (a checkpoint is valid
+// while the temporaries that were live when it was taken are still live), and that every refused
+// call changes nothing. It checks that live temporaries never overlap, and that replaying a
+// program on the warmed-up allocator needs no fallback.
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <random>
+#include <vector>
+
+using namespace kbuf_test;
+
+namespace {
+
+enum class OpKind { allocate, bad_allocate, checkpoint, reset_to, reset_all, open_scope,
+                    close_scope, sizehint, resize, foreign_reset };
+
+struct Op {
+  OpKind kind;
+  int type = 0;    // element type index
+  int rank = 1;    // 1..3
+  bool left = false;
+  long extents[3] = {1, 1, 1};
+  std::size_t value = 0;  // sizehint / resize bytes, checkpoint slot
+  bool shrink = false;
+};
+
+struct Range {
+  std::uintptr_t begin, end;
+  bool fallback;
+  std::uint64_t token;
+};
+
+struct ModelCheckpoint {
+  Alloc::Checkpoint cp;
+  std::vector<std::uint64_t> tokens;  // the live temporaries when it was taken
+  std::size_t used, need;
+};
+
+constexpr std::size_t type_sizes[] = {1, sizeof(double), sizeof(Pod12), sizeof(Wide),
+                                      sizeof(Kokkos::complex<double>)};
+constexpr std::size_t type_aligns[] = {1, alignof(double), alignof(Pod12), alignof(Wide),
+                                       alignof(Kokkos::complex<double>)};
+
+template <class T, class Layout>
+std::pair<std::uintptr_t, std::uintptr_t> allocate_typed(Alloc& alloc, int rank, const long* e) {
+  auto range = [](const auto& v) {
+    return std::make_pair(begin_of(v), begin_of(v) + v.size() * sizeof(T));
+  };
+  switch (rank) {
+    case 1: return range(alloc.allocate<T*, Layout>(e[0]));
+    case 2: return range(alloc.allocate<T**, Layout>(e[0], e[1]));
+    default: return range(alloc.allocate<T***, Layout>(e[0], e[1], e[2]));
+  }
+}
+
+template <class T>
+std::pair<std::uintptr_t, std::uintptr_t> allocate_layout(Alloc& alloc, const Op& op) {
+  return op.left ? allocate_typed<T, Kokkos::LayoutLeft>(alloc, op.rank, op.extents)
+                 : allocate_typed<T, Kokkos::LayoutRight>(alloc, op.rank, op.extents);
+}
+
+std::pair<std::uintptr_t, std::uintptr_t> run_allocate(Alloc& alloc, const Op& op) {
+  switch (op.type) {
+    case 0: return allocate_layout<unsigned char>(alloc, op);
+    case 1: return allocate_layout<double>(alloc, op);
+    case 2: return allocate_layout<Pod12>(alloc, op);
+    case 3: return allocate_layout<Wide>(alloc, op);
+    default: return allocate_layout<Kokkos::complex<double>>(alloc, op);
+  }
+}
+
+std::vector<Op> make_program(std::mt19937_64& rng, int length, bool replayable) {
+  std::uniform_int_distribution<int> pct(0, 99);
+  std::vector<Op> program;
+  for (int i = 0; i < length; ++i) {
+    Op op{OpKind::allocate};
+    const int p = pct(rng);
+    if (p < 45) {
+      op.kind = OpKind::allocate;
+      op.type = static_cast<int>(rng() % 5);
+      op.rank = 1 + static_cast<int>(rng() % 3);
+      op.left = rng() % 2;
+      const long scale = pct(rng) < 10 ? 400 : 12;  // occasionally large
+      for (long& e : op.extents) e = static_cast<long>(rng() % scale) + (pct(rng) < 5 ? 0 : 1);
+    } else if (p < 48) {
+      op.kind = OpKind::bad_allocate;
+      op.type = static_cast<int>(rng() % 5);
+      op.rank = 1 + static_cast<int>(rng() % 3);
+      for (long& e : op.extents) e = 1 + static_cast<long>(rng() % 4);
+      op.extents[rng() % op.rank] = -1 - static_cast<long>(rng() % 1000);
+    } else if (p < 58) {
+      op.kind = OpKind::checkpoint;
+      op.value = rng() % 8;
+    } else if (p < 68) {
+      op.kind = OpKind::reset_to;
+      op.value = rng() % 8;
+    } else if (p < 71) {
+      op.kind = OpKind::reset_all;
+    } else if (p < 80) {
+      op.kind = OpKind::open_scope;
+    } else if (p < 89) {
+      op.kind = OpKind::close_scope;
+    } else if (p < 93) {
+      op.kind = OpKind::foreign_reset;
+    } else if (p < 97 || replayable) {
+      op.kind = OpKind::sizehint;
+      op.value = rng() % 20000;
+      op.shrink = false;
+    } else if (p < 99) {
+      op.kind = OpKind::sizehint;
+      op.value = rng() % 20000;
+      op.shrink = true;
+    } else {
+      op.kind = OpKind::resize;
+      op.value = rng() % 20000;
+    }
+    program.push_back(op);
+  }
+  return program;
+}
+
+class Model {
+ public:
+  Model(Alloc& alloc, Alloc& foreign)
+      : alloc_(alloc), foreign_(foreign), hwm_(alloc.high_water_mark()) {
+    sync_buffer();
+  }
+
+  void run(const std::vector<Op>& program) {
+    for (const Op& op : program) {
+      step(op);
+      check_invariants();
+    }
+    while (!scopes_.empty()) scopes_.pop_back();  // innermost first
+    scope_models_.clear();
+    alloc_.reset();
+    live_.clear();
+    used_ = need_ = 0;
+  }
+
+  std::size_t fallbacks_seen = 0;
+
+ private:
+  struct Snapshot {
+    std::size_t capacity, used, hwm, depth, fallbacks, live_fallbacks;
+    bool empty;
+    bool operator==(const Snapshot& o) const {
+      return capacity == o.capacity && used == o.used && hwm == o.hwm && depth == o.depth &&
+             fallbacks == o.fallbacks && live_fallbacks == o.live_fallbacks && empty == o.empty;
+    }
+  };
+  Snapshot snapshot() const {
+    return {alloc_.capacity(), alloc_.used(), alloc_.high_water_mark(), alloc_.checkpoint().depth(),
+            alloc_.statistics().fallbacks, alloc_.live_fallbacks(), alloc_.empty()};
+  }
+
+  void sync_buffer() {
+    base_ = address(alloc_.buffer().data());
+    capacity_ = alloc_.capacity();
+  }
+
+  static std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+
+  void step(const Op& op) {
+    const std::size_t A = alloc_.alignment();
+    switch (op.kind) {
+      case OpKind::allocate: {
+        std::size_t bytes = type_sizes[op.type];
+        for (int r = 0; r < op.rank; ++r) bytes *= static_cast<std::size_t>(op.extents[r]);
+        const bool regrow = bytes != 0 && live_.empty() &&
+                            (hwm_ > capacity_ || (shrink_ && kbuf::buffer_size(hwm_) != capacity_));
+        const std::size_t fallbacks_before = alloc_.statistics().fallbacks;
+        const auto [b, e] = run_allocate(alloc_, op);
+        if (bytes == 0) {
+          REQUIRE(alloc_.used() == used_);
+          return;
+        }
+        if (regrow) {
+          shrink_ = false;
+          REQUIRE(alloc_.capacity() == kbuf::buffer_size(hwm_));
+          sync_buffer();
+          REQUIRE(base_ % A == 0);
+        } else {
+          if (live_.empty()) shrink_ = false;
+          REQUIRE(alloc_.capacity() == capacity_);
+        }
+        const std::size_t a = std::max(A, type_aligns[op.type]);
+        REQUIRE(e - b == bytes);
+        REQUIRE(b % a == 0);
+        const std::size_t start = align_up(base_ + used_, a) - base_;
+        const bool fits = capacity_ != 0 && start + bytes <= capacity_;
+        if (fits) {
+          REQUIRE(b == base_ + start);  // exactly the next aligned offset
+          used_ = start + bytes;
+          REQUIRE(alloc_.statistics().fallbacks == fallbacks_before);
+        } else {
+          REQUIRE((e <= base_ || b >= base_ + capacity_));  // outside the buffer
+          REQUIRE(alloc_.statistics().fallbacks == fallbacks_before + 1);
+          ++fallbacks_seen;
+        }
+        for (const Range& r : live_) REQUIRE((e <= r.begin || b >= r.end));  // no overlap
+        live_.push_back({b, e, !fits, ++token_});
+        need_ = align_up(need_, A) + (a - A) + bytes;
+        hwm_ = std::max(hwm_, need_);
+        REQUIRE(alloc_.used() == used_);
+        REQUIRE(alloc_.high_water_mark() == hwm_);
+        return;
+      }
+      case OpKind::bad_allocate: {
+        const Snapshot before = snapshot();
+        REQUIRE_THROWS_AS(run_allocate(alloc_, op), kbuf::logic_error);
+        REQUIRE(snapshot() == before);
+        return;
+      }
+      case OpKind::checkpoint: {
+        ModelCheckpoint m{alloc_.checkpoint(), tokens(), used_, need_};
+        if (checkpoints_.size() <= op.value) checkpoints_.resize(op.value + 1);
+        checkpoints_[op.value] = std::make_unique<ModelCheckpoint>(std::move(m));
+        return;
+      }
+      case OpKind::reset_to: {
+        if (op.value >= checkpoints_.size() || !checkpoints_[op.value]) return;
+        const ModelCheckpoint& m = *checkpoints_[op.value];
+        if (releases_open_scope(m.tokens.size())) return;
+        if (valid(m)) {
+          alloc_.reset(m.cp);
+          release_to(m);
+        } else {
+          const Snapshot before = snapshot();
+          REQUIRE_THROWS_AS(alloc_.reset(m.cp), kbuf::logic_error);
+          REQUIRE(snapshot() == before);
+        }
+        return;
+      }
+      case OpKind::reset_all: {
+        if (releases_open_scope(0)) return;
+        alloc_.reset();
+        live_.clear();
+        used_ = need_ = 0;
+        return;
+      }
+      case OpKind::open_scope: {
+        ModelCheckpoint m{alloc_.checkpoint(), tokens(), used_, need_};
+        scopes_.push_back(std::make_unique<Alloc::Scope>(alloc_.scope()));
+        scope_models_.push_back(std::move(m));
+        return;
+      }
+      case OpKind::close_scope: {
+        if (scopes_.empty()) return;
+        const ModelCheckpoint m = scope_models_.back();
+        scope_models_.pop_back();
+        if (valid(m)) {
+          scopes_.pop_back();
+          release_to(m);
+        } else {
+          const Snapshot before = snapshot();
+          scopes_.pop_back();  // released by an explicit reset already: does nothing
+          REQUIRE(snapshot() == before);
+        }
+        return;
+      }
+      case OpKind::sizehint: {
+        alloc_.sizehint(op.value, op.shrink);
+        if (op.shrink) {
+          hwm_ = std::max(op.value, need_);
+          shrink_ = true;
+        } else {
+          hwm_ = std::max(hwm_, op.value);
+        }
+        REQUIRE(alloc_.high_water_mark() == hwm_);
+        return;
+      }
+      case OpKind::resize: {
+        if (!live_.empty()) {
+          const Snapshot before = snapshot();
+          REQUIRE_THROWS_AS(alloc_.resize(op.value), kbuf::logic_error);
+          REQUIRE(snapshot() == before);
+          return;
+        }
+        alloc_.resize(op.value);
+        REQUIRE(alloc_.capacity() == kbuf::buffer_size(op.value));
+        sync_buffer();
+        hwm_ = std::min(hwm_, capacity_);
+        shrink_ = false;
+        REQUIRE(alloc_.high_water_mark() == hwm_);
+        return;
+      }
+      case OpKind::foreign_reset: {
+        auto x = foreign_.allocate<double*>(1);
+        (void)x;
+        const Snapshot before = snapshot();
+        REQUIRE_THROWS_AS(alloc_.reset(foreign_.checkpoint()), kbuf::logic_error);
+        REQUIRE(snapshot() == before);
+        foreign_.reset();
+        return;
+      }
+    }
+  }
+
+  // Debug builds abort when a scope ends after an explicit reset released its checkpoint; there
+  // the programs never reset past an open scope.
+  bool releases_open_scope(std::size_t depth) const {
+#if KBUF_ENABLE_DEBUG
+    for (const ModelCheckpoint& m : scope_models_) {
+      if (m.tokens.size() > depth) return true;
+    }
+#endif
+    (void)depth;
+    return false;
+  }
+
+  std::vector<std::uint64_t> tokens() const {
+    std::vector<std::uint64_t> t;
+    for (const Range& r : live_) t.push_back(r.token);
+    return t;
+  }
+
+  // Valid while every temporary live at the checkpoint is still live, at the same place.
+  bool valid(const ModelCheckpoint& m) const {
+    if (m.tokens.size() > live_.size()) return false;
+    for (std::size_t i = 0; i < m.tokens.size(); ++i) {
+      if (live_[i].token != m.tokens[i]) return false;
+    }
+    return true;
+  }
+
+  void release_to(const ModelCheckpoint& m) {
+    live_.resize(m.tokens.size());
+    used_ = m.used;
+    need_ = m.need;
+  }
+
+  void check_invariants() {
+    REQUIRE(alloc_.used() == used_);
+    REQUIRE(alloc_.high_water_mark() == hwm_);
+    REQUIRE(alloc_.empty() == live_.empty());
+    REQUIRE(alloc_.checkpoint().depth() == live_.size());
+    REQUIRE(alloc_.capacity() == capacity_);
+    REQUIRE(address(alloc_.buffer().data()) == base_);
+    std::size_t fallbacks = 0;
+    for (const Range& r : live_) fallbacks += r.fallback ? 1 : 0;
+    REQUIRE(alloc_.live_fallbacks() == fallbacks);
+    REQUIRE(used_ <= capacity_);
+  }
+
+  Alloc& alloc_;
+  Alloc& foreign_;
+  std::uintptr_t base_ = 0;
+  std::size_t capacity_ = 0, used_ = 0, need_ = 0;
+  std::size_t hwm_;
+  bool shrink_ = false;
+  std::uint64_t token_ = 0;
+  std::vector<Range> live_;
+  std::vector<std::unique_ptr<ModelCheckpoint>> checkpoints_;
+  std::vector<std::unique_ptr<Alloc::Scope>> scopes_;
+  std::vector<ModelCheckpoint> scope_models_;
+};
+
+}  // namespace
+
+TEST_CASE("random programs agree with the reference model at every step") {
+  std::mt19937_64 rng(20261202);
+  std::size_t fallbacks = 0;
+  const std::size_t sizes[] = {0, 64, 1000, 4096, 50000};
+  const std::size_t alignments[] = {1, 8, 64, 256, 4096};
+  for (int program_index = 0; program_index < 3000; ++program_index) {
+    CAPTURE(program_index);
+    const std::size_t size = sizes[rng() % 5];
+    const std::size_t alignment =
+        program_index % 2 == 0 ? Alloc::default_alignment : alignments[rng() % 5];
+    Alloc alloc(size, alignment);
+    Alloc foreign(256);
+    Model model(alloc, foreign);
+    model.run(make_program(rng, 60, false));
+    fallbacks += model.fallbacks_seen;
+  }
+  CHECK(fallbacks > 100);  // the programs did exercise the fallback path
+}
+
+TEST_CASE("replaying a random program on the warmed-up allocator needs no fallback") {
+  std::mt19937_64 rng(7);
+  std::size_t first_round_fallbacks = 0;
+  for (int program_index = 0; program_index < 2000; ++program_index) {
+    CAPTURE(program_index);
+    const std::size_t alignment = std::size_t{1} << (rng() % 13);
+    Alloc alloc(rng() % 3000, alignment);
+    Alloc foreign(256);
+    const std::vector<Op> program = make_program(rng, 50, true);
+    Model first(alloc, foreign);
+    first.run(program);
+    first_round_fallbacks += first.fallbacks_seen;
+    const std::size_t hwm = alloc.high_water_mark();
+    Model second(alloc, foreign);
+    second.run(program);
+    CHECK(second.fallbacks_seen == 0);
+    CHECK(alloc.high_water_mark() == hwm);
+  }
+  CHECK(first_round_fallbacks > 100);
+}
