@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The README's first command: installs what is missing, builds kbuf-demo (Release) and runs the
+# main job. Extra arguments go to kbuf-demo (try --help).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=${KBUF_BUILD_DIR:-build-release}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF ${KBUF_CMAKE_ARGS:-} >/dev/null
+cmake --build "$build" --target kbuf-demo -j "$(nproc)"
+exec "$build/src/demo/kbuf-demo" "$@"
