@@ -92,14 +92,19 @@ TEST_CASE_TEMPLATE("a temporary that fits is carved from the buffer at an aligne
 }
 
 TEST_CASE_TEMPLATE("temporaries hold their own data and never overlap", T, KBUF_ELEMENT_TYPES) {
-  Alloc alloc(64_KiB);
+  Alloc alloc(2_KiB);
   std::vector<Alloc::view<T*>> views;
   for (int k = 0; k < 12; ++k) {
     views.push_back(alloc.allocate<T*>(5 + 13 * k));
     fill(views.back(), make_value<T>(k + 1));
   }
   for (int k = 0; k < 12; ++k) CHECK(holds(views[k], make_value<T>(k + 1)));
-  for (std::size_t i = 0; i + 1 < views.size(); ++i) CHECK(end_of(views[i]) <= begin_of(views[i + 1]));
+  CHECK(alloc.statistics().fallbacks > 0);  // some in the buffer, some not
+  for (std::size_t i = 0; i < views.size(); ++i) {
+    for (std::size_t j = i + 1; j < views.size(); ++j) {
+      CHECK((end_of(views[i]) <= begin_of(views[j]) || end_of(views[j]) <= begin_of(views[i])));
+    }
+  }
 }
 
 TEST_CASE_TEMPLATE("LayoutLeft and LayoutRight temporaries have the requested extents and strides",
