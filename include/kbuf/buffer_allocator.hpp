@@ -269,7 +269,11 @@ class BufferAllocator final {
                   "kbuf::BufferAllocator::reset(checkpoint, other): other must be a Kokkos "
                   "execution space instance");
     check_checkpoint(cp, "kbuf::BufferAllocator::reset");
+#if KOKKOS_VERSION >= 30500
+    other.fence("kbuf::BufferAllocator::reset: fence of the other instance [" + label_ + "]");
+#else
     other.fence();
+#endif
     release_to(cp);
   }
 
@@ -335,9 +339,14 @@ class BufferAllocator final {
   /// The allocator's counters.
   [[nodiscard]] Statistics statistics() const noexcept { return stats_; }
 
-  /// Fences the bound execution space instance.
+  /// Fences the bound execution space instance (only that one, never the whole device). Kokkos
+  /// Tools see it as "kbuf::BufferAllocator::fence [<label>]" (Kokkos 3.5 and later).
   void fence() {
+#if KOKKOS_VERSION >= 30500
+    exec_.fence("kbuf::BufferAllocator::fence [" + label_ + "]");
+#else
     exec_.fence();
+#endif
     ++stats_.fences;
   }
 
@@ -414,11 +423,19 @@ class BufferAllocator final {
   // Precondition: no buffer is held.
   void take_buffer(std::size_t capacity) {
     if (capacity == 0) return;
-    raw_view raw = allocate_raw(capacity, "::buffer", "grow", capacity);
+    if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - alignment_)) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::grow: ", capacity, " bytes aligned to ", alignment_,
+                    " cannot be had in ", Impl::space_name<MemorySpace>());
+    }
+    raw_view raw = allocate_raw(capacity + buffer_slack_, "::buffer", "grow", capacity);
     std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
-    if (addr % alignment_ != 0) {  // e.g. CUDA data sits 128 bytes past a 256-aligned header
+    if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
+                                                        // past a 256-aligned header
+      // Free and retry with slack once; later buffers take the slack at once, because every
+      // free of device memory synchronises the device (cudaFree, hipFree).
       raw = raw_view();
-      raw = allocate_raw(capacity + (alignment_ - 1), "::buffer", "grow", capacity);
+      buffer_slack_ = alignment_ - 1;
+      raw = allocate_raw(capacity + buffer_slack_, "::buffer", "grow", capacity);
       addr = reinterpret_cast<std::uintptr_t>(raw.data());
     }
     const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
@@ -547,6 +564,7 @@ class BufferAllocator final {
   raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
+  std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
   std::size_t used_ = 0;   // offset of the end of the newest carved temporary
   std::size_t need_ = 0;   // bytes everything live would take if carved (worst-case padding)
   std::size_t hwm_ = 0;    // peak need_, or what sizehint set

@@ -1,0 +1,331 @@
+// Execution space instances: what each allocator call costs in fences and allocations, counted
+// through Kokkos Tools callbacks. The hot path (allocate and reset of fitting temporaries) must
+// cost nothing; memory is released or regrown only after a fence of the allocator's own
+// instance; kbuf never fences the whole device. Kokkos itself may fence inside a free (Kokkos
+// 4.x HostSpace fences the host before every free); those fences are told apart by name and
+// reported, not hidden.
+#include <doctest/doctest.h>
+
+#include <kbuf/kbuf.hpp>
+
+#include "tool_recorder.hpp"
+
+#include <cstddef>
+#include <string>
+
+namespace {
+
+using kbuf_test::ToolEvent;
+using kbuf_test::ToolRecorder;
+
+using space = kbuf::default_memory_space;
+using exec_space = space::execution_space;
+using Alloc = kbuf::BufferAllocator<space>;
+
+constexpr std::size_t big_count = 4096;  // doubles: 32 KiB, above the small test buffers
+
+/// A fresh instance where this Kokkos can make one (4.x: partition_space), else the default.
+exec_space make_instance() {
+#if KOKKOS_VERSION >= 40000
+  return Kokkos::Experimental::partition_space(exec_space(), 1)[0];
+#else
+  return exec_space();
+#endif
+}
+
+/// Kokkos 3.4 does not report Serial fences to tools: the fence checks then cannot run.
+bool fences_observable() {
+  static const bool observable = kbuf_test::fences_are_observable(exec_space());
+  return observable;
+}
+
+bool is_allocation(const ToolEvent& e) { return e.kind == ToolEvent::allocation; }
+bool is_deallocation(const ToolEvent& e) { return e.kind == ToolEvent::deallocation; }
+
+/// Fences other than the ones Kokkos issues inside a free.
+std::size_t fences_outside_frees(const ToolRecorder& rec) {
+  return rec.count([](const ToolEvent& e) {
+    return e.kind == ToolEvent::fence && !kbuf_test::is_fence_inside_a_free(e);
+  });
+}
+
+/// Kokkos 4.x fences the whole host before every HostSpace free: say so, do not hide it.
+void report_kokkos_free_fences(const ToolRecorder& rec, const char* what) {
+  const std::size_t i = rec.first(kbuf_test::is_fence_inside_a_free);
+  if (i != rec.events().size()) {
+    MESSAGE(what << ": Kokkos itself fenced " << rec.count(kbuf_test::is_fence_inside_a_free)
+                 << " time(s) inside its frees (\"" << rec.events()[i].name << "\")");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Kokkos reports fences to tools from version 3.5 on, so the fence checks run") {
+#if KOKKOS_VERSION >= 30500
+  CHECK(fences_observable());
+#else
+  MESSAGE("Kokkos " << KOKKOS_VERSION << " reports no fences to tools: fences are counted "
+          "through kbuf's statistics only");
+  CHECK_FALSE(fences_observable());
+#endif
+}
+
+TEST_CASE("an allocator bound to an instance takes its buffer uninitialised and without a fence") {
+  const exec_space exec = make_instance();
+  ToolRecorder rec;
+  {
+    Alloc alloc(exec, 1 << 16, Alloc::default_alignment, "kbuf-test");
+    INFO(rec.describe());
+    CHECK(alloc.capacity() == (1u << 16));
+    CHECK(rec.count(is_allocation) >= 1);
+    CHECK(rec.count([](const ToolEvent& e) {
+      return is_allocation(e) && e.name != "kbuf-test::buffer";
+    }) == 0);
+    CHECK(rec.count(ToolEvent::kernel) == 0);  // no initialisation kernel, no memset
+    CHECK(fences_outside_frees(rec) == 0);
+    CHECK(alloc.statistics().fences == 0);
+    rec.clear();
+  }
+}
+
+TEST_CASE("allocating and resetting fitting temporaries issues no fence, allocation or kernel") {
+  const exec_space exec = make_instance();
+  Alloc alloc(exec, 1 << 16, Alloc::default_alignment, "kbuf-test");
+  const auto before = alloc.statistics();
+  ToolRecorder rec;
+  for (int round = 0; round < 1000; ++round) {
+    {
+      auto scope = alloc.scope();
+      auto a = alloc.allocate<double**>(16, 16);
+      auto b = alloc.allocate<float*, Kokkos::LayoutLeft>(100 + round % 7);
+      const auto cp = alloc.checkpoint();
+      auto c = alloc.allocate<int* [3]>(7);
+      alloc.reset(cp);
+      auto d = alloc.allocate<Kokkos::complex<double>***>(2, 3, 4);
+      (void)a, (void)b, (void)c, (void)d;
+    }
+    auto e = alloc.allocate<char*>(round);
+    (void)e;
+    alloc.reset();
+  }
+  INFO(rec.describe());
+  CHECK(rec.events().empty());
+  const auto after = alloc.statistics();
+  CHECK(after.fences == before.fences);
+  CHECK(after.fallbacks == 0);
+  CHECK(after.regrows == 0);
+  CHECK(after.temporaries - before.temporaries == 5000);
+}
+
+TEST_CASE("a fallback is taken without a fence and freed only after one fence of the own instance") {
+  const exec_space exec = make_instance();
+  Alloc alloc(exec, 256, Alloc::default_alignment, "kbuf-test");
+  ToolRecorder rec;
+  const auto cp = alloc.checkpoint();
+  auto big = alloc.allocate<double*>(big_count);
+  (void)big;
+  REQUIRE(alloc.live_fallbacks() == 1);
+  {
+    INFO(rec.describe());
+    CHECK(rec.count(is_allocation) == 1);
+    CHECK(rec.first(is_allocation) < rec.events().size());
+    CHECK(rec.events()[rec.first(is_allocation)].name == "kbuf-test::fallback");
+    CHECK(rec.count(ToolEvent::kernel) == 0);
+    CHECK(fences_outside_frees(rec) == 0);
+  }
+  rec.clear();
+  const auto fences_before = alloc.statistics().fences;
+  alloc.reset(cp);
+  INFO(rec.describe());
+  CHECK(alloc.statistics().fences == fences_before + 1);
+  CHECK(rec.count(is_deallocation) == 1);
+  if (fences_observable()) {
+    CHECK(rec.kbuf_fences() == 1);
+    CHECK(rec.kbuf_fences_of(exec) == 1);
+    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
+    CHECK(rec.unexplained_global_fences() == 0);
+    CHECK(fences_outside_frees(rec) == 1);
+    report_kokkos_free_fences(rec, "freeing a fallback");
+  }
+}
+
+TEST_CASE("regrowth fences the own instance once, frees the old buffer, then takes the new one") {
+  const exec_space exec = make_instance();
+  Alloc alloc(exec, 256, Alloc::default_alignment, "kbuf-test");
+  {
+    auto scope = alloc.scope();
+    (void)alloc.allocate<double*>(big_count);  // a fallback: raises the high-water mark
+  }
+  REQUIRE(alloc.high_water_mark() > alloc.capacity());
+  ToolRecorder rec;
+  const auto fences_before = alloc.statistics().fences;
+  auto t = alloc.allocate<double*>(big_count);  // regrows first, then carves
+  INFO(rec.describe());
+  CHECK(alloc.statistics().regrows == 1);
+  CHECK(alloc.live_fallbacks() == 0);
+  CHECK(alloc.statistics().fences == fences_before + 1);
+  CHECK(rec.count(is_deallocation) == 1);
+  CHECK(rec.count(is_allocation) == 1);  // the new buffer at once, no realignment retry
+  CHECK(rec.first(is_deallocation) < rec.first(is_allocation));
+  CHECK(rec.count(ToolEvent::kernel) == 0);
+  if (fences_observable()) {
+    CHECK(rec.kbuf_fences() == 1);
+    CHECK(rec.kbuf_fences_of(exec) == 1);
+    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
+    CHECK(rec.unexplained_global_fences() == 0);
+    CHECK(fences_outside_frees(rec) == 1);
+    report_kokkos_free_fences(rec, "regrowth");
+  }
+  (void)t;
+  rec.clear();
+  alloc.reset();
+  for (int round = 0; round < 10; ++round) {  // the second identical round: free of charge
+    auto again = alloc.allocate<double*>(big_count);
+    (void)again;
+    alloc.reset();
+  }
+  CHECK(rec.events().empty());
+}
+
+TEST_CASE("destruction fences the own instance once, then frees the buffer and fallbacks") {
+  const exec_space exec = make_instance();
+  ToolRecorder rec;
+  {
+    Alloc alloc(exec, 256, Alloc::default_alignment, "kbuf-test");
+    auto live = alloc.allocate<double*>(big_count);  // a live fallback at destruction
+    (void)live;
+    rec.clear();
+  }
+  INFO(rec.describe());
+  CHECK(rec.count(is_deallocation) == 2);
+  CHECK(rec.count(is_allocation) == 0);
+  if (fences_observable()) {
+    CHECK(rec.kbuf_fences() == 1);
+    CHECK(rec.kbuf_fences_of(exec) == 1);
+    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
+    CHECK(rec.unexplained_global_fences() == 0);
+    report_kokkos_free_fences(rec, "destruction");
+  }
+}
+
+TEST_CASE("an allocator that never took memory neither fences nor frees when destroyed") {
+  const exec_space exec = make_instance();
+  ToolRecorder rec;
+  { Alloc alloc(exec, 0, Alloc::default_alignment, "kbuf-test"); }
+  INFO(rec.describe());
+  CHECK(rec.events().empty());
+}
+
+TEST_CASE("resize fences the own instance once before it frees the buffer") {
+  const exec_space exec = make_instance();
+  Alloc alloc(exec, 1024, Alloc::default_alignment, "kbuf-test");
+  ToolRecorder rec;
+  alloc.resize(1024);  // same capacity: nothing to do
+  CHECK(rec.events().empty());
+  alloc.resize(8192);
+  INFO(rec.describe());
+  CHECK(alloc.capacity() == 8192);
+  CHECK(alloc.statistics().fences == 1);
+  CHECK(rec.count(is_deallocation) == 1);
+  CHECK(rec.count(is_allocation) == 1);
+  if (fences_observable()) {
+    CHECK(rec.kbuf_fences_of(exec) == 1);
+    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
+    CHECK(rec.unexplained_global_fences() == 0);
+  }
+}
+
+TEST_CASE("reset(checkpoint, other) fences the other instance, and the own one only to free") {
+  const exec_space exec = make_instance();
+  const exec_space other = make_instance();
+  Alloc alloc(exec, 4096, Alloc::default_alignment, "kbuf-test");
+  const auto is_other_fence = [](const ToolEvent& e) {
+    return kbuf_test::is_kbuf_fence(e) && e.name.find("other instance") != std::string::npos;
+  };
+  SUBCASE("temporaries in the buffer: one fence of the other instance, none of the own") {
+    const auto cp = alloc.checkpoint();
+    auto t = alloc.allocate<double*>(64);
+    (void)t;
+    ToolRecorder rec;
+    alloc.reset(cp, other);
+    INFO(rec.describe());
+    CHECK(alloc.empty());
+    CHECK(alloc.statistics().fences == 0);  // the own instance was not fenced
+    CHECK(rec.count(ToolEvent::allocation) + rec.count(ToolEvent::deallocation) == 0);
+    if (fences_observable()) {
+      CHECK(rec.count(ToolEvent::fence) == 1);
+      CHECK(rec.count(is_other_fence) == 1);
+      CHECK(rec.kbuf_fences_of(other) == 1);
+      CHECK(rec.global_fences() == 0);
+    }
+  }
+  SUBCASE("a live fallback: the other instance, then the own one, then the free") {
+    const auto cp = alloc.checkpoint();
+    auto t = alloc.allocate<double*>(big_count);
+    (void)t;
+    REQUIRE(alloc.live_fallbacks() == 1);
+    ToolRecorder rec;
+    alloc.reset(cp, other);
+    INFO(rec.describe());
+    CHECK(alloc.statistics().fences == 1);
+    CHECK(rec.count(is_deallocation) == 1);
+    if (fences_observable()) {
+      CHECK(rec.kbuf_fences() == 2);
+      CHECK(rec.first(is_other_fence) == rec.first(kbuf_test::is_kbuf_fence));
+      CHECK(rec.kbuf_fences_of(exec) >= 1);
+      CHECK(rec.unexplained_global_fences() == 0);
+    }
+  }
+  SUBCASE("a released checkpoint throws before anything is fenced") {
+    const auto cp = alloc.checkpoint();
+    auto t = alloc.allocate<double*>(64);
+    (void)t;
+    const auto inner = alloc.checkpoint();
+    alloc.reset(cp);
+    ToolRecorder rec;
+    CHECK_THROWS_AS(alloc.reset(inner, other), kbuf::logic_error);
+    CHECK(rec.events().empty());
+  }
+}
+
+#if KOKKOS_VERSION >= 40000
+TEST_CASE("allocators on two instances fence only their own instance") {
+  auto parts = Kokkos::Experimental::partition_space(exec_space(), 1, 1);
+  const exec_space a_exec = parts[0];
+  const exec_space b_exec = parts[1];
+  Alloc a(a_exec, 256, Alloc::default_alignment, "kbuf-a");
+  Alloc b(b_exec, 256, Alloc::default_alignment, "kbuf-b");
+  const auto cp_a = a.checkpoint();
+  const auto cp_b = b.checkpoint();
+  auto ta = a.allocate<double*>(big_count);
+  auto tb = b.allocate<double*>(big_count);
+  (void)ta, (void)tb;
+  ToolRecorder rec;
+  a.reset(cp_a);
+  INFO(rec.describe());
+  CHECK(a.statistics().fences == 1);
+  CHECK(b.statistics().fences == 0);
+  CHECK(b.live_fallbacks() == 1);
+  if (fences_observable()) {
+    const auto names = [](const char* label) {
+      return [label](const ToolEvent& e) {
+        return kbuf_test::is_kbuf_fence(e) && e.name.find(label) != std::string::npos;
+      };
+    };
+    CHECK(rec.count(names("[kbuf-a]")) == 1);
+    CHECK(rec.count(names("[kbuf-b]")) == 0);
+    CHECK(rec.kbuf_fences_of(a_exec) == 1);
+    CHECK(rec.unexplained_global_fences() == 0);
+    if (kbuf_test::tool_device_id(a_exec) != kbuf_test::tool_device_id(b_exec)) {
+      CHECK(rec.kbuf_fences_of(b_exec) == 0);
+    } else {
+      MESSAGE("this backend reports every instance under one tool id (Kokkos' Serial does): "
+              "the fences are told apart by the allocators' labels only");
+    }
+  }
+  rec.clear();
+  b.reset(cp_b);
+  CHECK(b.statistics().fences == 1);
+  CHECK(a.statistics().fences == 1);
+}
+#endif
