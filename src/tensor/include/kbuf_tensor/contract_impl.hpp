@@ -1,0 +1,164 @@
+#ifndef KBUF_TENSOR_CONTRACT_IMPL_HPP
+#define KBUF_TENSOR_CONTRACT_IMPL_HPP
+
+/// @file
+/// Definitions of the templates declared in contract.hpp. The kbuf_tensor library compiles
+/// them for double and Kokkos::complex<double>; include this header to use other types.
+
+#include <cstdint>
+
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <kbuf_tensor/contract.hpp>
+
+namespace kbuf_tensor {
+namespace Impl {
+
+/// out(i) = op(in(offset of i)): i runs over the output in row-major order; its multi-index is
+/// decoded with the output extents and mapped to the input through the permuted strides.
+template <class T, class MemorySpace, bool Conjugate>
+struct PermuteKernel {
+  Kokkos::View<const T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged> in;
+  Kokkos::View<T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged> out;
+  int rank;
+  Kokkos::Array<std::int64_t, max_rank> extent;  // output extents
+  Kokkos::Array<std::int64_t, max_rank> stride;  // input stride of each output dimension
+
+  KOKKOS_FUNCTION void operator()(const std::int64_t i) const {
+    std::int64_t rest = i;
+    std::int64_t offset = 0;
+    for (int d = rank - 1; d > 0; --d) {
+      const std::int64_t q = rest / extent[d];
+      offset += (rest - q * extent[d]) * stride[d];
+      rest = q;
+    }
+    if (rank > 0) offset += rest * stride[0];
+    if constexpr (Conjugate) {
+      out(i) = conjugate(in(offset));
+    } else {
+      out(i) = in(offset);
+    }
+  }
+};
+
+template <class T, class MemorySpace, bool Conjugate>
+void launch_permute(const T* src, const Shape& src_shape, const std::array<int, max_rank>& perm,
+                    T* dst, std::size_t n) {
+  using exec = typename MemorySpace::execution_space;
+  PermuteKernel<T, MemorySpace, Conjugate> kernel;
+  kernel.in = decltype(kernel.in)(src, n);
+  kernel.out = decltype(kernel.out)(dst, n);
+  kernel.rank = src_shape.rank;
+  std::array<std::int64_t, max_rank> src_stride{};
+  std::int64_t s = 1;
+  for (int d = src_shape.rank - 1; d >= 0; --d) {
+    src_stride[static_cast<std::size_t>(d)] = s;
+    s *= static_cast<std::int64_t>(src_shape[d]);
+  }
+  for (int j = 0; j < max_rank; ++j) {
+    kernel.extent[j] = 1;
+    kernel.stride[j] = 0;
+  }
+  for (int j = 0; j < src_shape.rank; ++j) {
+    const auto p = static_cast<std::size_t>(perm[static_cast<std::size_t>(j)]);
+    kernel.extent[j] = static_cast<std::int64_t>(src_shape.extents[p]);
+    kernel.stride[j] = src_stride[p];
+  }
+  Kokkos::parallel_for(
+      "kbuf::permute",
+      Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, static_cast<std::int64_t>(n)),
+      kernel);
+}
+
+/// dst = op(src permuted by perm); n = number of elements (both).
+template <class T, class MemorySpace>
+void permute_raw(const T* src, const Shape& src_shape, const std::array<int, max_rank>& perm,
+                 T* dst, bool conj) {
+  const std::size_t n = src_shape.size();
+  if (n == 0) return;
+  if (conj && is_complex<T>::value) {
+    launch_permute<T, MemorySpace, true>(src, src_shape, perm, dst, n);
+  } else {
+    launch_permute<T, MemorySpace, false>(src, src_shape, perm, dst, n);
+  }
+}
+
+Shape permuted_shape(const Shape& s, const std::array<int, max_rank>& perm);
+std::array<int, max_rank> label_permutation(const char* dst_labels, const char* src_labels,
+                                            const Shape& src_shape, const char* call);
+
+}  // namespace Impl
+
+template <class T, class MemorySpace>
+void permute_into(const Tensor<T, MemorySpace>& src, const std::array<int, max_rank>& perm,
+                  const Tensor<T, MemorySpace>& dst, bool conj) {
+  const Shape expected = Impl::permuted_shape(src.shape, perm);
+  KBUF_EXPECTS(dst.shape == expected, "kbuf_tensor::permute_into: destination shape ",
+               to_string(dst.shape), " is not the permuted source shape ", to_string(expected));
+  Impl::permute_raw<T, MemorySpace>(src.data.data(), src.shape, perm, dst.data.data(), conj);
+}
+
+template <class T, class MemorySpace>
+void permute_into(const Tensor<T, MemorySpace>& dst, const char* dst_labels,
+                  const Tensor<T, MemorySpace>& src, const char* src_labels, bool conj) {
+  const auto perm =
+      Impl::label_permutation(dst_labels, src_labels, src.shape, "kbuf_tensor::permute_into");
+  permute_into(src, perm, dst, conj);
+}
+
+template <class T, class MemorySpace>
+void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
+             const Tensor<T, MemorySpace>& a, const Tensor<T, MemorySpace>& b,
+             const Tensor<T, MemorySpace>& c) {
+  using matrix = Kokkos::View<T**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
+  using const_matrix =
+      Kokkos::View<const T**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
+  using temporary = typename Temporaries<MemorySpace>::template view<T>;
+
+  // Temporaries live until the end of this function; with kbuf the scope then releases them.
+  auto scope = tmp.scope();
+  temporary ta, tb, tc;
+  const T* pa = a.data.data();
+  const T* pb = b.data.data();
+  T* pc = c.data.data();
+  if (plan.permute_a) {
+    ta = tmp.template allocate<T>(a.size());
+    Impl::permute_raw<T, MemorySpace>(pa, a.shape, plan.perm_a, ta.data(), plan.conj_a);
+    pa = ta.data();
+  }
+  if (plan.permute_b) {
+    tb = tmp.template allocate<T>(b.size());
+    Impl::permute_raw<T, MemorySpace>(pb, b.shape, plan.perm_b, tb.data(), plan.conj_b);
+    pb = tb.data();
+  }
+  if (plan.permute_c) {
+    tc = tmp.template allocate<T>(c.size());
+    pc = tc.data();
+  }
+
+  // Stored matrix shapes: 'N' stores op(X) itself, 'T'/'C' its transpose.
+  const std::size_t m = plan.m, n = plan.n, k = plan.k;
+  const T one(1), zero(0);
+  if (!plan.swap) {  // C(m x n) = op(A)(m x k) op(B)(k x n)
+    const_matrix ma(pa, plan.op_a == 'N' ? m : k, plan.op_a == 'N' ? k : m);
+    const_matrix mb(pb, plan.op_b == 'N' ? k : n, plan.op_b == 'N' ? n : k);
+    const char opa[2] = {plan.op_a, '\0'};
+    const char opb[2] = {plan.op_b, '\0'};
+    KokkosBlas::gemm(opa, opb, one, ma, mb, zero, matrix(pc, m, n));
+  } else {  // C(m x n) = op(B)(m x k) op(A)(k x n)
+    const_matrix mb(pb, plan.op_b == 'N' ? m : k, plan.op_b == 'N' ? k : m);
+    const_matrix ma(pa, plan.op_a == 'N' ? k : n, plan.op_a == 'N' ? n : k);
+    const char opb[2] = {plan.op_b, '\0'};
+    const char opa[2] = {plan.op_a, '\0'};
+    KokkosBlas::gemm(opb, opa, one, mb, ma, zero, matrix(pc, m, n));
+  }
+
+  if (plan.permute_c) {
+    Impl::permute_raw<T, MemorySpace>(pc, plan.product, plan.perm_c, c.data.data(), false);
+  }
+}
+
+}  // namespace kbuf_tensor
+
+#endif  // KBUF_TENSOR_CONTRACT_IMPL_HPP

@@ -1,0 +1,111 @@
+#ifndef KBUF_TENSOR_TEMPORARIES_HPP
+#define KBUF_TENSOR_TEMPORARIES_HPP
+
+/// @file
+/// Where the intermediates of a contraction come from: a `kbuf::BufferAllocator`, or (for
+/// comparison) fresh managed Views. One contraction code path serves every strategy.
+
+#include <cstddef>
+#include <optional>
+
+#include <Kokkos_Core.hpp>
+#include <kbuf/kbuf.hpp>
+
+namespace kbuf_tensor {
+
+/// How temporaries are obtained.
+enum class Strategy {
+  kbuf,                     ///< carved out of a kbuf::BufferAllocator (unmanaged Views)
+  fresh_views,              ///< a fresh managed View each, allocated WithoutInitializing
+  fresh_views_initialized,  ///< a fresh managed View each, default-initialised (zero-filled)
+};
+
+/// "kbuf", "View(noinit)", "View(init)".
+const char* to_string(Strategy strategy) noexcept;
+
+/// Hands out the temporaries of contractions following one `Strategy`, and counts them.
+///
+/// A temporary is a 1-D `Kokkos::View<T*, LayoutRight, MemorySpace>` with uninitialised
+/// contents (zero for `fresh_views_initialized`). With `Strategy::kbuf` it is an unmanaged view
+/// of the allocator's buffer, valid until the enclosing `scope()` ends; with the fresh-View
+/// strategies it owns its memory and lives as long as a copy of the handle does. Code that uses
+/// temporaries only inside a `scope()` and keeps no handle beyond it works for all three.
+///
+/// Not thread-safe; keeps a pointer to the allocator, which must outlive it.
+template <class MemorySpace = kbuf::default_memory_space>
+class Temporaries {
+ public:
+  using memory_space = MemorySpace;
+  using allocator_type = kbuf::BufferAllocator<MemorySpace>;
+  template <class T>
+  using view = Kokkos::View<T*, Kokkos::LayoutRight, MemorySpace>;
+
+  /// Temporaries served by `alloc` (Strategy::kbuf).
+  explicit Temporaries(allocator_type& alloc) noexcept : strategy_(Strategy::kbuf), alloc_(&alloc) {}
+
+  /// Temporaries that are fresh managed Views.
+  /// @throws kbuf::logic_error for Strategy::kbuf (which needs an allocator).
+  explicit Temporaries(Strategy strategy) : strategy_(strategy) {
+    KBUF_EXPECTS(strategy != Strategy::kbuf,
+                 "kbuf_tensor::Temporaries(Strategy::kbuf): pass the kbuf::BufferAllocator "
+                 "instead of the strategy");
+  }
+
+  Temporaries(const Temporaries&) = delete;
+  Temporaries& operator=(const Temporaries&) = delete;
+
+  [[nodiscard]] Strategy strategy() const noexcept { return strategy_; }
+  /// The allocator (Strategy::kbuf), else nullptr.
+  [[nodiscard]] allocator_type* allocator() const noexcept { return alloc_; }
+  /// Temporaries handed out since construction.
+  [[nodiscard]] std::size_t count() const noexcept { return count_; }
+
+  /// A temporary of `n` elements of `T`.
+  /// @throws kbuf::out_of_memory (kbuf) or Kokkos' allocation error (fresh Views).
+  template <class T>
+  view<T> allocate(std::size_t n) {
+    ++count_;
+    switch (strategy_) {
+      case Strategy::kbuf:
+        return alloc_->template allocate<T*>(n);
+      case Strategy::fresh_views:
+        return view<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "temporary"), n);
+      case Strategy::fresh_views_initialized:
+      default:
+        return view<T>("temporary", n);
+    }
+  }
+
+  /// RAII: with Strategy::kbuf, releases every temporary allocated after it was made when it is
+  /// destroyed (a `kbuf::BufferAllocator::Scope`); with fresh Views it does nothing (they are
+  /// freed when their last handle goes).
+  class Scope {
+   public:
+    Scope(Scope&&) noexcept = default;
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    Scope& operator=(Scope&&) = delete;
+    ~Scope() = default;
+
+   private:
+    friend class Temporaries;
+    Scope() = default;
+    explicit Scope(typename allocator_type::Scope&& s) : scope_(std::move(s)) {}
+    std::optional<typename allocator_type::Scope> scope_;
+  };
+
+  /// See `Scope`.
+  [[nodiscard]] Scope scope() {
+    if (alloc_ != nullptr) return Scope(alloc_->scope());
+    return Scope();
+  }
+
+ private:
+  Strategy strategy_;
+  allocator_type* alloc_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+}  // namespace kbuf_tensor
+
+#endif  // KBUF_TENSOR_TEMPORARIES_HPP

@@ -1,0 +1,114 @@
+// The two-site environment network: correctness against naive loops, and kbuf's steady state.
+#include <doctest/doctest.h>
+
+#include "tensor_test_support.hpp"
+
+using namespace kbuf_tensor_test;
+
+TEST_CASE_TEMPLATE("the staged loop reference equals the nine-index loop nest", T, double,
+                   Kokkos::complex<double>) {
+  const auto net = random_host_network<T>(3, 2, 11);
+  CHECK(relative_error(reference_hraa(net), reference_hraa_direct(net)) < 1e-13);
+}
+
+TEST_CASE_TEMPLATE("the network and its expectation value match the naive loops", T, double,
+                   Kokkos::complex<double>) {
+  struct Size {
+    std::size_t bond, phys;
+  };
+  for (const Size sz : {Size{3, 2}, Size{6, 2}, Size{5, 3}, Size{16, 2}}) {
+    CAPTURE(sz.bond);
+    CAPTURE(sz.phys);
+    const auto host = random_host_network<T>(sz.bond, sz.phys, 5);
+    const auto net = to_device<T, space>(host);
+    const auto hraa = make_hraa(net);
+    Alloc alloc;
+    const T e = contract_network(alloc, net, hraa);
+    const auto got = to_host(hraa);
+    const auto ref = reference_hraa(host);
+    CHECK(relative_error(got, ref) < 1e-12);
+    if (sz.bond <= 6) CHECK(relative_error(got, reference_hraa_direct(host)) < 1e-12);
+    CHECK(relative_error(e, reference_expectation_value(host, ref)) < 1e-12);
+    CHECK(alloc.empty());
+  }
+}
+
+TEST_CASE_TEMPLATE("after one warm-up, repeated contractions serve every temporary from the buffer "
+                   "and keep the high-water mark",
+                   T, double, Kokkos::complex<double>) {
+  const auto host = random_host_network<T>(8, 2, 3);
+  const auto net = to_device<T, space>(host);
+  const auto hraa = make_hraa(net);
+  Alloc alloc;  // empty: the warm-up grows it
+  Tmp tmp(alloc);
+
+  const T e0 = contract_network(tmp, net, hraa);
+  const auto first = to_host(hraa);
+  CHECK(alloc.empty());
+  CHECK(alloc.statistics().fallbacks > 0);  // nothing fitted in the empty buffer
+  CHECK(alloc.capacity() >= alloc.high_water_mark());
+
+  const auto warm = alloc.statistics();
+  const std::size_t hwm = alloc.high_water_mark();
+  const std::size_t capacity = alloc.capacity();
+  const std::size_t per_network = tmp.count();
+  CHECK(per_network == 7);
+  for (int rep = 0; rep < 5; ++rep) {
+    CAPTURE(rep);
+    const T e = contract_network(tmp, net, hraa);
+    CHECK(alloc.empty());
+    CHECK(alloc.statistics().fallbacks == warm.fallbacks);
+    CHECK(alloc.statistics().regrows == warm.regrows);
+    CHECK(alloc.high_water_mark() == hwm);
+    CHECK(alloc.capacity() == capacity);
+    CHECK(alloc.statistics().temporaries == warm.temporaries + per_network * (rep + 1));
+    CHECK(e == e0);
+    CHECK(relative_error(to_host(hraa), first) == 0.0);
+  }
+  CHECK(tmp.count() == 6 * per_network);
+}
+
+TEST_CASE_TEMPLATE("kbuf temporaries and fresh Views with and without initialisation agree", T,
+                   double, Kokkos::complex<double>) {
+  const auto host = random_host_network<T>(10, 2, 9);
+  const auto net = to_device<T, space>(host);
+  Alloc alloc(1 << 10);  // too small at first: fallbacks, then regrowth
+  Tmp kb(alloc);
+  Tmp plain(Strategy::fresh_views);
+  Tmp zeroed(Strategy::fresh_views_initialized);
+  const auto h1 = make_hraa(net), h2 = make_hraa(net), h3 = make_hraa(net);
+  T e1(0);
+  for (int rep = 0; rep < 2; ++rep) e1 = contract_network(kb, net, h1);
+  const T e2 = contract_network(plain, net, h2);
+  const T e3 = contract_network(zeroed, net, h3);
+  const auto r1 = to_host(h1), r2 = to_host(h2), r3 = to_host(h3);
+  CHECK(relative_error(r1, r2) < 1e-14);
+  CHECK(relative_error(r1, r3) < 1e-14);
+  CHECK(relative_error(e1, e2) < 1e-14);
+  CHECK(relative_error(e1, e3) < 1e-14);
+  CHECK(relative_error(r1, reference_hraa(host)) < 1e-12);
+  CHECK(kb.count() == 2 * plain.count());
+  CHECK(plain.count() == zeroed.count());
+  CHECK(plain.strategy() == Strategy::fresh_views);
+  CHECK(plain.allocator() == nullptr);
+  CHECK(kb.allocator() == &alloc);
+}
+
+TEST_CASE("network_multiply_adds counts the pairwise order's multiply-adds") {
+  // HRAA 2 D^3 d + D^3 d^2 + D^2 d^4 = 278528 at D = 32, d = 2; E adds D^3 d^2 + D^2 d^2.
+  CHECK(network_multiply_adds(32, 2) == 278528.0 + 131072.0 + 4096.0);
+  const auto host = random_host_network<double>(4, 3, 1);
+  const auto net = to_device<double, space>(host);
+  // The plans of the four HRAA steps, as contract_hraa makes them, add up to the same count.
+  const ContractionPlan p1 = plan_contraction(net.rhoL.shape, "a,a'", net.A1.shape, "a',t1,b", "a,t1,b");
+  const ContractionPlan p2 = plan_contraction(net.A2.shape, "b,t2,c'", net.rhoR.shape, "c',c", "b,t2,c");
+  const ContractionPlan p3 = plan_contraction(p1.c, "a,t1,b", p2.c, "b,t2,c", "a,t1,t2,c");
+  const ContractionPlan p4 = plan_contraction(p3.c, "a,t1,t2,c", net.H.shape, "s1,s2,t1,t2", "a,s1,s2,c");
+  const ContractionPlan p5 = plan_contraction(net.A1.shape, "a,s1,b", net.A2.shape, "b,s2,c", "a,s1,s2,c");
+  const ContractionPlan p6 = plan_contraction(p5.c, "a,s1,s2,c", p4.c, "a,s1,s2,c", "", Conj::a);
+  CHECK(p1.permutes() + p2.permutes() + p3.permutes() + p5.permutes() + p6.permutes() == 0);
+  CHECK(p4.permutes() == 2);
+  CHECK(p1.multiply_adds() + p2.multiply_adds() + p3.multiply_adds() + p4.multiply_adds() +
+            p5.multiply_adds() + p6.multiply_adds() ==
+        network_multiply_adds(4, 3));
+}
