@@ -1,0 +1,47 @@
+// State shared by the benchmark's sections: options, the CSV file, and the figures the final
+// summary compares with kbuf's targets.
+#ifndef KBUF_BENCH_COMMON_HPP
+#define KBUF_BENCH_COMMON_HPP
+
+#include <cstddef>
+#include <string>
+
+#include "harness.hpp"
+
+namespace kbuf_bench {
+
+struct Options {
+  bool quick = false;           // a few seconds in all: the CI smoke test
+  TimingOptions timing;         // repetitions, sample length
+  std::string csv_path;         // --csv FILE
+  std::string sections = "round,pair,live,size,warmup,tensor";
+  std::size_t max_live = 4096;  // largest live count in the live-count scaling
+  std::size_t max_size = std::size_t{64} << 20;  // largest temporary in the size scaling
+  std::size_t tensor_max_d = 128;                // largest bond dimension end to end
+  // --profile SECTION:STRATEGY:ROUNDS runs exactly ROUNDS untimed rounds of one strategy of the
+  // round or pair section (after its warm-up) and nothing else: for instruction counts
+  // (callgrind, perf stat), diffed against ROUNDS = 0.
+  std::string profile_section, profile_strategy;
+  std::size_t profile_rounds = 0;
+};
+
+struct Context {
+  Options opt;
+  CsvWriter csv;
+  // Round section medians (ns per temporary) for the summary; < 0 when not measured.
+  double round_kbuf = -1, round_floor = -1, round_noinit = -1, round_managed = -1;
+  // Any kbuf fallback after a workload's first round, in any section: a failure.
+  std::size_t late_fallbacks = 0;
+  bool wants(const char* section) const {
+    const std::string s = "," + opt.sections + ",";
+    return s.find("," + std::string(section) + ",") != std::string::npos;
+  }
+};
+
+/// The end-to-end section (bench_tensor.cpp); it prints why it is skipped when the build has no
+/// tensor-network workload library.
+void section_tensor(Context& c);
+
+}  // namespace kbuf_bench
+
+#endif  // KBUF_BENCH_COMMON_HPP
