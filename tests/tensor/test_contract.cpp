@@ -162,12 +162,21 @@ TEST_CASE_TEMPLATE("a full contraction gives a rank-0 tensor and an outer produc
     CHECK(plan.m == 1);
     CHECK(plan.n == 1);
     CHECK(plan.k == 24);
-    auto scope = tmp.scope();
-    const auto c = contract(tmp, "", a, "i,j,k", b, "i,j,k", Conj::a);
-    CHECK(c.rank() == 0);
-    CHECK(c.size() == 1);
-    CHECK(relative_error(to_host(c), reference_contract("", ha, "i,j,k", hb, "i,j,k", Conj::a)) <
-          1e-14);
+    for (Conj conj : all_conj) {  // dot product (x^H y or y^H x) or GEMM fallback
+      CAPTURE(static_cast<int>(conj));
+      auto scope = tmp.scope();
+      const auto c = contract(tmp, "", a, "i,j,k", b, "i,j,k", conj);
+      CHECK(c.rank() == 0);
+      CHECK(c.size() == 1);
+      CHECK(relative_error(to_host(c), reference_contract("", ha, "i,j,k", hb, "i,j,k", conj)) <
+            1e-14);
+      // The same with B's indices in another order: B is permuted first.
+      const auto hbp = random_labelled<T>("k,i,j", ext, 3);
+      const auto bp = to_device<T, space>(hbp, "B'");
+      const auto cp = contract(tmp, "", a, "i,j,k", bp, "k,i,j", conj);
+      CHECK(relative_error(to_host(cp), reference_contract("", ha, "i,j,k", hbp, "k,i,j", conj)) <
+            1e-14);
+    }
   }
   {
     const ContractionPlan plan = plan_contraction(a.shape, "i,j,k", b.shape, "l,m,n", "i,j,k,l,m,n");

@@ -97,18 +97,32 @@ TEST_CASE_TEMPLATE("kbuf temporaries and fresh Views with and without initialisa
 TEST_CASE("network_multiply_adds counts the pairwise order's multiply-adds") {
   // HRAA 2 D^3 d + D^3 d^2 + D^2 d^4 = 278528 at D = 32, d = 2; E adds D^3 d^2 + D^2 d^2.
   CHECK(network_multiply_adds(32, 2) == 278528.0 + 131072.0 + 4096.0);
-  const auto host = random_host_network<double>(4, 3, 1);
-  const auto net = to_device<double, space>(host);
-  // The plans of the four HRAA steps, as contract_hraa makes them, add up to the same count.
-  const ContractionPlan p1 = plan_contraction(net.rhoL.shape, "a,a'", net.A1.shape, "a',t1,b", "a,t1,b");
-  const ContractionPlan p2 = plan_contraction(net.A2.shape, "b,t2,c'", net.rhoR.shape, "c',c", "b,t2,c");
-  const ContractionPlan p3 = plan_contraction(p1.c, "a,t1,b", p2.c, "b,t2,c", "a,t1,t2,c");
-  const ContractionPlan p4 = plan_contraction(p3.c, "a,t1,t2,c", net.H.shape, "s1,s2,t1,t2", "a,s1,s2,c");
-  const ContractionPlan p5 = plan_contraction(net.A1.shape, "a,s1,b", net.A2.shape, "b,s2,c", "a,s1,s2,c");
-  const ContractionPlan p6 = plan_contraction(p5.c, "a,s1,s2,c", p4.c, "a,s1,s2,c", "", Conj::a);
+  // The plans of the six steps add up to the same count; only the H step permutes.
+  const NetworkPlan plan = plan_network<double>(4, 3);
+  const ContractionPlan &p1 = plan.x1, &p2 = plan.x2, &p3 = plan.x3, &p4 = plan.hraa,
+                        &p5 = plan.psi, &p6 = plan.energy;
   CHECK(p1.permutes() + p2.permutes() + p3.permutes() + p5.permutes() + p6.permutes() == 0);
   CHECK(p4.permutes() == 2);
   CHECK(p1.multiply_adds() + p2.multiply_adds() + p3.multiply_adds() + p4.multiply_adds() +
             p5.multiply_adds() + p6.multiply_adds() ==
         network_multiply_adds(4, 3));
+}
+
+TEST_CASE_TEMPLATE("a plan executed on tensors of other shapes throws and allocates nothing", T,
+                   double, Kokkos::complex<double>) {
+  const auto net = to_device<T, space>(random_host_network<T>(4, 2, 1));
+  const auto hraa = make_hraa(net);
+  const NetworkPlan other = plan_network<T>(5, 2);
+  Alloc alloc;
+  Tmp tmp(alloc);
+  CHECK_THROWS_AS(contract_network(tmp, other, net, hraa), kbuf::logic_error);
+  CHECK(alloc.empty());
+  CHECK(tmp.count() == 0);
+  const NetworkPlan plan = plan_network<T>(4, 2);
+  const auto wrong = make_tensor<T, space>("HRAA", {4, 2, 2, 5});
+  CHECK_THROWS_AS(contract_network(tmp, plan, net, wrong), kbuf::logic_error);
+  CHECK(alloc.empty());
+  const T e1 = contract_network(tmp, plan, net, hraa);
+  const T e2 = contract_network(tmp, net, hraa);
+  CHECK(e1 == e2);
 }

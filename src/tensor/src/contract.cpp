@@ -3,7 +3,6 @@
 #include <kbuf_tensor/contract_impl.hpp>
 #include <kbuf_tensor/network.hpp>
 
-#include <cctype>
 #include <sstream>
 
 namespace kbuf_tensor {
@@ -41,15 +40,16 @@ Labels Labels::parse(const char* list, const char* call) {
   KBUF_EXPECTS(list != nullptr, call, ": a label list is null");
   Labels labels;
   const std::string_view all(list);
+  auto space = [](char ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; };
   std::size_t pos = 0;
   bool any = false;
-  for (char ch : all) any = any || !std::isspace(static_cast<unsigned char>(ch));
+  for (char ch : all) any = any || !space(ch);
   if (!any) return labels;  // rank 0
   while (true) {
     const std::size_t comma = all.find(',', pos);
     std::string_view name = all.substr(pos, comma == std::string_view::npos ? all.npos : comma - pos);
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.front()))) name.remove_prefix(1);
-    while (!name.empty() && std::isspace(static_cast<unsigned char>(name.back()))) name.remove_suffix(1);
+    while (!name.empty() && space(name.front())) name.remove_prefix(1);
+    while (!name.empty() && space(name.back())) name.remove_suffix(1);
     KBUF_EXPECTS(!name.empty(), call, ": empty index label in '", list, "'");
     KBUF_EXPECTS(labels.rank < max_rank, call, ": '", list, "' names more than ", max_rank,
                  " indices");
@@ -107,6 +107,13 @@ Seq concat(const Seq& x, const Seq& y) {
   Seq s = x;
   for (int i = 0; i < y.n; ++i) s.push(y[i]);
   return s;
+}
+
+bool operator==(const Seq& x, const Seq& y) {
+  if (x.n != y.n) return false;
+  for (int i = 0; i < x.n; ++i)
+    if (x[i] != y[i]) return false;
+  return true;
 }
 
 bool is_identity(const Seq& s) {
@@ -185,6 +192,8 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
                  "'); traces are not supported");
   }
   ContractionPlan plan;
+  plan.a = a;
+  plan.b = b;
   plan.c.rank = lc.rank;
   for (int l = 0; l < lc.rank; ++l) {
     const auto s = static_cast<std::size_t>(l);
@@ -224,12 +233,19 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
   const Seq* ka_choices[2] = {&k_a_in_a, &k_b_in_a};
   const Seq* kb_choices[2] = {&k_a_in_b, &k_b_in_b};
 
+  // Distinct choices only; the search stops at the first plan that permutes nothing (and is
+  // not taller than wide).
+  const int n_fa = fa_c == fa_a ? 1 : 2;
+  const int n_fb = fb_c == fb_b ? 1 : 2;
+  const int n_k = k_a_in_a == k_b_in_a ? 1 : 2;
   std::size_t best_cost = 0;
   bool have_best = false;
-  for (int orient = 0; orient < 2; ++orient) {
-    for (int ifa = 0; ifa < 2; ++ifa) {
-      for (int ifb = 0; ifb < 2; ++ifb) {
-        for (int ik = 0; ik < 2; ++ik) {
+  bool best_narrow = false;
+  auto searching = [&] { return !(have_best && best_cost == 0 && !best_narrow); };
+  for (int orient = 0; orient < 2 && searching(); ++orient) {
+    for (int ifa = 0; ifa < n_fa && searching(); ++ifa) {
+      for (int ifb = 0; ifb < n_fb && searching(); ++ifb) {
+        for (int ik = 0; ik < n_k && searching(); ++ik) {
           const Seq& fa = *fa_choices[ifa];
           const Seq& fb = *fb_choices[ifb];
           const Seq& ka = *ka_choices[ik];
@@ -261,9 +277,20 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
           const bool permute_c = !Impl::is_identity(out);
           const std::size_t cost = (ua.permute ? a.size() : 0) + (ub.permute ? b.size() : 0) +
                                    (permute_c ? plan.c.size() : 0);
-          if (have_best && cost >= best_cost) continue;
+          std::size_t m = 1, n = 1, k = 1;
+          for (int t = 0; t < rows.n; ++t) m *= rows_shape[rows[t]];
+          for (int t = 0; t < cols.n; ++t) n *= cols_shape[cols[t]];
+          for (int t = 0; t < ka.n; ++t) k *= a[ka[t]];
+          // Between equal costs prefer a product at least as wide as it is tall: the wide
+          // side is contiguous in row-major C, and blocked GEMM kernels (Kokkos Kernels' own
+          // tiles 24 rows by 64 columns) waste less on a short wide product than a tall one.
+          const bool narrow = m > n;
+          if (have_best && (cost > best_cost || (cost == best_cost && !(best_narrow && !narrow)))) {
+            continue;
+          }
           have_best = true;
           best_cost = cost;
+          best_narrow = narrow;
 
           plan.swap = orient == 1;
           plan.permute_a = ua.permute;
@@ -278,10 +305,6 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
           plan.product = product;
           plan.perm_c = {};
           for (int t = 0; t < out.n; ++t) plan.perm_c[static_cast<std::size_t>(out[t])] = t;
-          std::size_t m = 1, n = 1, k = 1;
-          for (int t = 0; t < rows.n; ++t) m *= rows_shape[rows[t]];
-          for (int t = 0; t < cols.n; ++t) n *= cols_shape[cols[t]];
-          for (int t = 0; t < ka.n; ++t) k *= a[ka[t]];
           plan.m = m;
           plan.n = n;
           plan.k = k;

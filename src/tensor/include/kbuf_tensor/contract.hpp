@@ -14,7 +14,8 @@
 /// free and summed indices already form the needed blocks; otherwise it is first permuted into
 /// a temporary. The product is written straight into C when C's labels are the GEMM's row
 /// labels followed by its column labels, else into a temporary that is then permuted into C.
-/// Among the ways to orient the GEMM, the one that permutes the fewest elements is chosen.
+/// Among the ways to orient the GEMM, the one that permutes the fewest elements is chosen. A
+/// full contraction (rank-0 result) is a `KokkosBlas::dot` where the conjugations allow it.
 /// Every temporary comes from the `Temporaries` passed in and is released before the call
 /// returns (a kbuf scope); the output of `contract` is allocated from it before that scope.
 
@@ -34,6 +35,8 @@ enum class Conj { none, a, b, both };
 
 /// How one pairwise contraction is carried out. Computed on the host from shapes and labels.
 struct ContractionPlan {
+  Shape a;                 ///< shape of A the plan was made for
+  Shape b;                 ///< shape of B the plan was made for
   Shape c;                 ///< shape of the result
   bool swap = false;       ///< the GEMM computes with B as its left operand: C^T-oriented
   bool permute_a = false;  ///< A is permuted into a temporary first
@@ -85,7 +88,10 @@ template <class T, class MemorySpace>
 void permute_into(const Tensor<T, MemorySpace>& dst, const char* dst_labels,
                   const Tensor<T, MemorySpace>& src, const char* src_labels, bool conj = false);
 
-/// Executes `plan` (made for these shapes) with temporaries from `tmp`, writing into `c`.
+/// Executes `plan` with temporaries from `tmp` (released before it returns), writing into `c`.
+/// A plan made once and executed many times takes the label analysis off the per-contraction
+/// path, as TensorOperations' `@tensor` does at macro expansion.
+/// @throws kbuf::logic_error if a, b or c do not have the shapes the plan was made for.
 template <class T, class MemorySpace>
 void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
              const Tensor<T, MemorySpace>& a, const Tensor<T, MemorySpace>& b,
@@ -98,6 +104,22 @@ void contract_into(Temporaries<MemorySpace>& tmp, const Tensor<T, MemorySpace>& 
                    const char* c_labels, const Tensor<T, MemorySpace>& a, const char* a_labels,
                    const Tensor<T, MemorySpace>& b, const char* b_labels, Conj conj = Conj::none);
 
+/// Executes `plan` into a result that is itself a temporary from `tmp`, allocated before the
+/// contraction's own temporaries (so it outlives them).
+/// @throws kbuf::logic_error if a or b do not have the shapes the plan was made for.
+template <class T, class MemorySpace>
+Tensor<T, MemorySpace> contract(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
+                                const Tensor<T, MemorySpace>& a, const Tensor<T, MemorySpace>& b) {
+  KBUF_EXPECTS(a.shape == plan.a && b.shape == plan.b, "kbuf_tensor::contract: operands of shapes ",
+               to_string(a.shape), " and ", to_string(b.shape), ", the plan was made for ",
+               to_string(plan.a), " and ", to_string(plan.b));
+  Tensor<T, MemorySpace> c;
+  c.shape = plan.c;
+  c.data = tmp.template allocate<T>(plan.c.size());
+  execute(tmp, plan, a, b, c);
+  return c;
+}
+
 /// `C[c_labels] = op(A)[a_labels] op(B)[b_labels]`, the result itself a temporary from `tmp`
 /// (allocated before the contraction's own temporaries, so it outlives them).
 /// @throws kbuf::logic_error for bad labels (see plan_contraction).
@@ -107,12 +129,8 @@ Tensor<T, MemorySpace> contract(Temporaries<MemorySpace>& tmp, const char* c_lab
                                 const Tensor<T, MemorySpace>& b, const char* b_labels,
                                 Conj conj = Conj::none) {
   if constexpr (!is_complex<T>::value) conj = Conj::none;  // conjugation is the identity
-  const ContractionPlan plan = plan_contraction(a.shape, a_labels, b.shape, b_labels, c_labels, conj);
-  Tensor<T, MemorySpace> c;
-  c.shape = plan.c;
-  c.data = tmp.template allocate<T>(plan.c.size());
-  execute(tmp, plan, a, b, c);
-  return c;
+  return contract(tmp, plan_contraction(a.shape, a_labels, b.shape, b_labels, c_labels, conj), a,
+                  b);
 }
 
 template <class T, class MemorySpace>

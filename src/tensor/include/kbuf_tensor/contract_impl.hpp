@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include <KokkosBlas1_dot.hpp>
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
@@ -15,30 +16,58 @@
 namespace kbuf_tensor {
 namespace Impl {
 
-/// out(i) = op(in(offset of i)): i runs over the output in row-major order; its multi-index is
-/// decoded with the output extents and mapped to the input through the permuted strides.
+/// out = op(in permuted). The output is walked in row-major order as `rows` rows of
+/// `extent[rank - 1]` elements; a row's multi-index (all but the last dimension) is decoded with
+/// the output extents and mapped to the input through the permuted strides. On host execution
+/// spaces one work item is a row (one division per dimension per row, then a strided copy); on
+/// devices one work item is an element (parallelism for small rows).
 template <class T, class MemorySpace, bool Conjugate>
 struct PermuteKernel {
   Kokkos::View<const T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged> in;
   Kokkos::View<T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged> out;
-  int rank;
+  int rank;                                      // >= 1, after merging
   Kokkos::Array<std::int64_t, max_rank> extent;  // output extents
   Kokkos::Array<std::int64_t, max_rank> stride;  // input stride of each output dimension
 
-  KOKKOS_FUNCTION void operator()(const std::int64_t i) const {
-    std::int64_t rest = i;
-    std::int64_t offset = 0;
-    for (int d = rank - 1; d > 0; --d) {
-      const std::int64_t q = rest / extent[d];
-      offset += (rest - q * extent[d]) * stride[d];
-      rest = q;
-    }
-    if (rank > 0) offset += rest * stride[0];
+  KOKKOS_INLINE_FUNCTION static T op(const T& x) {
     if constexpr (Conjugate) {
-      out(i) = conjugate(in(offset));
+      return conjugate(x);
     } else {
-      out(i) = in(offset);
+      return x;
     }
+  }
+
+  // Input offset of the first element of output row `row`.
+  KOKKOS_INLINE_FUNCTION std::int64_t row_offset(std::int64_t row) const {
+    std::int64_t offset = 0;
+    for (int d = rank - 2; d > 0; --d) {
+      const std::int64_t q = row / extent[d];
+      offset += (row - q * extent[d]) * stride[d];
+      row = q;
+    }
+    if (rank > 1) offset += row * stride[0];
+    return offset;
+  }
+
+  struct ByRow {};
+  KOKKOS_FUNCTION void operator()(ByRow, const std::int64_t row) const {
+    const std::int64_t n = extent[rank - 1], s = stride[rank - 1];
+    const std::int64_t from = row_offset(row);
+    T* o = out.data() + row * n;
+    const T* x = in.data() + from;
+    if (s == 1) {
+      for (std::int64_t j = 0; j < n; ++j) o[j] = op(x[j]);
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) o[j] = op(x[j * s]);
+    }
+  }
+
+  struct ByElement {};
+  KOKKOS_FUNCTION void operator()(ByElement, const std::int64_t i) const {
+    const std::int64_t n = extent[rank - 1];
+    const std::int64_t row = i / n;
+    const std::int64_t j = i - row * n;
+    out(i) = op(in(row_offset(row) + j * stride[rank - 1]));
   }
 };
 
@@ -46,29 +75,53 @@ template <class T, class MemorySpace, bool Conjugate>
 void launch_permute(const T* src, const Shape& src_shape, const std::array<int, max_rank>& perm,
                     T* dst, std::size_t n) {
   using exec = typename MemorySpace::execution_space;
-  PermuteKernel<T, MemorySpace, Conjugate> kernel;
+  using kernel_type = PermuteKernel<T, MemorySpace, Conjugate>;
+  kernel_type kernel;
   kernel.in = decltype(kernel.in)(src, n);
   kernel.out = decltype(kernel.out)(dst, n);
-  kernel.rank = src_shape.rank;
   std::array<std::int64_t, max_rank> src_stride{};
   std::int64_t s = 1;
   for (int d = src_shape.rank - 1; d >= 0; --d) {
     src_stride[static_cast<std::size_t>(d)] = s;
     s *= static_cast<std::int64_t>(src_shape[d]);
   }
-  for (int j = 0; j < max_rank; ++j) {
-    kernel.extent[j] = 1;
-    kernel.stride[j] = 0;
-  }
+  // Output dimensions with their input strides; extent-1 dimensions dropped, and neighbours
+  // that are neighbours in the same order in the input merged into one.
+  int rank = 0;
   for (int j = 0; j < src_shape.rank; ++j) {
     const auto p = static_cast<std::size_t>(perm[static_cast<std::size_t>(j)]);
-    kernel.extent[j] = static_cast<std::int64_t>(src_shape.extents[p]);
-    kernel.stride[j] = src_stride[p];
+    const auto e = static_cast<std::int64_t>(src_shape.extents[p]);
+    if (e == 1) continue;
+    if (rank > 0 && kernel.stride[rank - 1] == src_stride[p] * e) {
+      kernel.extent[rank - 1] *= e;
+      kernel.stride[rank - 1] = src_stride[p];
+    } else {
+      kernel.extent[rank] = e;
+      kernel.stride[rank] = src_stride[p];
+      ++rank;
+    }
   }
-  Kokkos::parallel_for(
-      "kbuf::permute",
-      Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, static_cast<std::int64_t>(n)),
-      kernel);
+  if (rank == 0) {  // a single element
+    kernel.extent[0] = 1;
+    kernel.stride[0] = 1;
+    rank = 1;
+  }
+  kernel.rank = rank;
+  const auto total = static_cast<std::int64_t>(n);
+  if constexpr (Kokkos::SpaceAccessibility<exec, Kokkos::HostSpace>::accessible) {
+    const std::int64_t rows = total / kernel.extent[rank - 1];
+    Kokkos::parallel_for(
+        "kbuf::permute",
+        Kokkos::RangePolicy<exec, typename kernel_type::ByRow, Kokkos::IndexType<std::int64_t>>(
+            0, rows),
+        kernel);
+  } else {
+    Kokkos::parallel_for(
+        "kbuf::permute",
+        Kokkos::RangePolicy<exec, typename kernel_type::ByElement, Kokkos::IndexType<std::int64_t>>(
+            0, total),
+        kernel);
+  }
 }
 
 /// dst = op(src permuted by perm); n = number of elements (both).
@@ -115,6 +168,10 @@ void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
   using const_matrix =
       Kokkos::View<const T**, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
   using temporary = typename Temporaries<MemorySpace>::template view<T>;
+  KBUF_EXPECTS(a.shape == plan.a && b.shape == plan.b && c.shape == plan.c,
+               "kbuf_tensor::execute: tensors of shapes ", to_string(a.shape), ", ",
+               to_string(b.shape), " -> ", to_string(c.shape), ", the plan was made for ",
+               to_string(plan.a), ", ", to_string(plan.b), " -> ", to_string(plan.c));
 
   // Temporaries live until the end of this function; with kbuf the scope then releases them.
   auto scope = tmp.scope();
@@ -140,7 +197,21 @@ void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
   // Stored matrix shapes: 'N' stores op(X) itself, 'T'/'C' its transpose.
   const std::size_t m = plan.m, n = plan.n, k = plan.k;
   const T one(1), zero(0);
-  if (!plan.swap) {  // C(m x n) = op(A)(m x k) op(B)(k x n)
+  // A full contraction (a 1 x 1 product) is a dot product of two vectors in the same index
+  // order. KokkosBlas::dot computes sum conj(x) y; blocked GEMM kernels would pad the 1 x 1
+  // product to a whole tile (Kokkos Kernels' own: 24 x 64, hundreds of times the work).
+  const bool ca = is_complex<T>::value && plan.conj_a && !plan.permute_a;  // still to apply
+  const bool cb = is_complex<T>::value && plan.conj_b && !plan.permute_b;
+  if (m == 1 && n == 1 && k > 0 && !(ca && cb) && (ca || cb || !is_complex<T>::value)) {
+    using vector = Kokkos::View<const T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
+    using scalar = Kokkos::View<T, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
+    const vector va(pa, k), vb(pb, k);
+    if (cb) {
+      KokkosBlas::dot(scalar(pc), vb, va);
+    } else {
+      KokkosBlas::dot(scalar(pc), va, vb);
+    }
+  } else if (!plan.swap) {  // C(m x n) = op(A)(m x k) op(B)(k x n)
     const_matrix ma(pa, plan.op_a == 'N' ? m : k, plan.op_a == 'N' ? k : m);
     const_matrix mb(pb, plan.op_b == 'N' ? k : n, plan.op_b == 'N' ? n : k);
     const char opa[2] = {plan.op_a, '\0'};

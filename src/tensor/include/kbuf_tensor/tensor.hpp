@@ -230,8 +230,17 @@ struct Labels {
   /// Position of `name`, or -1.
   [[nodiscard]] int find(std::string_view name) const noexcept {
     for (int i = 0; i < rank; ++i)
-      if (names[static_cast<std::size_t>(i)] == name) return i;
+      if (same(names[static_cast<std::size_t>(i)], name)) return i;
     return -1;
+  }
+
+ private:
+  // Labels are a few characters: an inline loop beats a call to memcmp.
+  static bool same(std::string_view x, std::string_view y) noexcept {
+    if (x.size() != y.size()) return false;
+    for (std::size_t i = 0; i < x.size(); ++i)
+      if (x[i] != y[i]) return false;
+    return true;
   }
 };
 
