@@ -89,7 +89,11 @@ const char* space_name() noexcept {
 /// Device order: reuse after `reset` is safe for work submitted to the allocator's execution
 /// space instance (stream order). Before it frees or regrows memory the allocator fences that
 /// instance only. Work on another instance is the caller's to order: fence it, or use
-/// `reset(checkpoint, other_instance)`.
+/// `reset(checkpoint, other_instance)`. The hot path (`allocate` and `reset` of temporaries that
+/// fit, scopes) neither fences nor allocates. Releasing memory (a fallback at its reset, the
+/// buffer at regrowth, `resize` or destruction) costs what Kokkos' free costs: `cudaFree` and
+/// `hipFree` synchronise the device, and Kokkos 4's HostSpace fences all host instances before
+/// every free. That is the price the high-water mark makes rare, not one kbuf adds.
 ///
 /// Not thread-safe (like `std::pmr::unsynchronized_pool_resource`): use one allocator per host
 /// thread or per execution space instance. Not copyable and not movable: temporaries and
@@ -262,7 +266,20 @@ class BufferAllocator final {
   }
 
   /// As `reset(cp)`, after fencing `other`: for temporaries that were used on another execution
-  /// space instance, whose work must end before their memory is handed out again.
+  /// space instance, whose work must end before their memory is handed out again. The bound
+  /// instance is fenced too only when fallbacks are freed. Writing on the bound instance and
+  /// reading on `other` also needs the opposite order, which is the caller's:
+  /// @code
+  /// const auto cp = alloc.checkpoint();
+  /// auto tmp = alloc.allocate<double*>(n);
+  /// const auto& own = alloc.execution_space_instance();
+  /// Kokkos::parallel_for(Kokkos::RangePolicy<Exec>(own, 0, n), Fill{tmp});
+  /// own.fence();  // `other` must not read `tmp` before `own` has written it
+  /// Kokkos::parallel_for(Kokkos::RangePolicy<Exec>(other, 0, n), Use{tmp, out});
+  /// alloc.reset(cp, other);  // not reset(cp) or a Scope: `other` may still read `tmp`
+  /// @endcode
+  /// (examples/other_instance.cpp, which the build compiles and runs.)
+  /// @throws kbuf::logic_error as `reset(cp)`, before anything is fenced.
   template <class ExecSpace>
   void reset(Checkpoint cp, const ExecSpace& other) {
     static_assert(Kokkos::is_execution_space<ExecSpace>::value,

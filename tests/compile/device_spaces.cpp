@@ -10,7 +10,7 @@
 
 namespace kbuf_compile {
 
-// ---- The configured backend picks the default spaces ------------------------------------------
+// ---- The configured backend picks the default spaces --------------------------------------------
 #if defined(KBUF_BACKEND_CUDA)
 static_assert(std::is_same<kbuf::default_memory_space, Kokkos::CudaSpace>::value,
               "KBUF_BACKEND=CUDA: the default memory space is Kokkos::CudaSpace");
@@ -33,7 +33,7 @@ static_assert(std::is_same<kbuf::default_memory_space, Kokkos::HostSpace>::value
               "KBUF_BACKEND=Serial: the default memory space is Kokkos::HostSpace");
 #endif
 
-// ---- Types and alignment of one space ------------------------------------------------------------
+// ---- Types and alignment of one space -----------------------------------------------------------
 template <class Space>
 constexpr bool check_types() {
   using A = kbuf::BufferAllocator<Space>;
@@ -44,16 +44,16 @@ constexpr bool check_types() {
   static_assert(std::is_same<typename V::memory_space, Space>::value, "temporaries live in Space");
   static_assert(V::memory_traits::is_unmanaged, "temporaries are unmanaged");
   static_assert(std::is_same<typename V::array_layout, Kokkos::LayoutLeft>::value, "layout");
-  static_assert(A::default_alignment ==
-                    (std::is_same<Space, Kokkos::HostSpace>::value ? std::size_t(64)
-                                                                    : std::size_t(256)),
-                "default alignment: 64 bytes in HostSpace, 256 in every other space");
+  static_assert(
+      A::default_alignment ==
+          (std::is_same<Space, Kokkos::HostSpace>::value ? std::size_t(64) : std::size_t(256)),
+      "default alignment: 64 bytes in HostSpace, 256 in every other space");
   static_assert(!std::is_copy_constructible<A>::value && !std::is_move_constructible<A>::value,
                 "an allocator is neither copyable nor movable");
   return true;
 }
 
-// ---- Device code on a temporary ------------------------------------------------------------------
+// ---- Device code on a temporary -----------------------------------------------------------------
 template <class View>
 struct Fill {
   View v;
@@ -95,9 +95,9 @@ void construct() {
 }  // namespace kbuf_compile
 
 // Explicit instantiations: every non-template member of each allocator, plus the templates above.
-#define KBUF_COMPILE_SPACE(Space)                                              \
-  template class kbuf::BufferAllocator<Space>;                                 \
-  static_assert(kbuf_compile::check_types<Space>(), "");                       \
+#define KBUF_COMPILE_SPACE(Space)                                             \
+  template class kbuf::BufferAllocator<Space>;                                \
+  static_assert(kbuf_compile::check_types<Space>(), "");                      \
   template void kbuf_compile::exercise<Space>(kbuf::BufferAllocator<Space>&); \
   template void kbuf_compile::construct<Space>();
 

@@ -127,7 +127,8 @@ class ToolRecorder {
   std::size_t kbuf_fences() const { return count(is_kbuf_fence); }
   /// Global fences that no deallocation inside Kokkos explains: must be none.
   std::size_t unexplained_global_fences() const {
-    return count([](const ToolEvent& e) { return is_global_fence(e) && !is_fence_inside_a_free(e); });
+    return count(
+        [](const ToolEvent& e) { return is_global_fence(e) && !is_fence_inside_a_free(e); });
   }
   std::size_t global_fences() const { return count(is_global_fence); }
   /// Index of the first event matching `pred`, or events().size().

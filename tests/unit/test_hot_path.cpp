@@ -17,6 +17,8 @@ std::atomic<long> kokkos_deallocations{0};
 std::atomic<long> kokkos_fences{0};
 }  // namespace
 
+// Host code only: nvcc would also compile the replacement for the device, where it cannot throw.
+#if !defined(__CUDA_ARCH__)
 void* operator new(std::size_t n) {
   ++heap_allocations;
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
@@ -24,6 +26,7 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#endif
 
 namespace {
 void on_allocate(Kokkos::Tools::SpaceHandle, const char*, const void*, std::uint64_t) {
