@@ -17,6 +17,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <kbuf/config.hpp>
+#include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
 #include <kbuf/sizes.hpp>
 
@@ -150,9 +151,11 @@ class BufferAllocator final {
     Scope& operator=(const Scope&) = delete;
     Scope& operator=(Scope&&) = delete;
     Scope(Scope&& other) noexcept
-        : alloc_(std::exchange(other.alloc_, nullptr)), checkpoint_(other.checkpoint_) {}
+        : alloc_(std::exchange(other.alloc_, nullptr)),
+          checkpoint_(other.checkpoint_),
+          index_(other.index_) {}
     ~Scope() {
-      if (alloc_ != nullptr) alloc_->end_scope(checkpoint_);
+      if (alloc_ != nullptr) alloc_->end_scope(checkpoint_, index_);
     }
     /// The checkpoint this scope resets to.
     [[nodiscard]] Checkpoint checkpoint() const noexcept { return checkpoint_; }
@@ -160,11 +163,10 @@ class BufferAllocator final {
    private:
     friend class BufferAllocator;
     explicit Scope(BufferAllocator& alloc) noexcept
-        : alloc_(&alloc), checkpoint_(alloc.checkpoint()) {
-      ++alloc.live_scopes_;
-    }
+        : alloc_(&alloc), checkpoint_(alloc.checkpoint()), index_(alloc.live_scopes_++) {}
     BufferAllocator* alloc_;
     Checkpoint checkpoint_;
+    std::size_t index_;  // the allocator's live scopes before this one: LIFO check in debug
   };
 
   /// An allocator bound to the default instance of `execution_space` whose buffer holds
@@ -200,9 +202,18 @@ class BufferAllocator final {
   BufferAllocator& operator=(BufferAllocator&&) = delete;
 
   /// Fences the bound instance, then frees the buffer and all fallbacks. Must run before
-  /// `Kokkos::finalize`. Never throws.
+  /// `Kokkos::finalize`. Never throws. With `KBUF_ENABLE_DEBUG`, aborts if scopes are live.
   ~BufferAllocator() {
+#if KBUF_ENABLE_DEBUG
+    if (live_scopes_ != 0) {
+      Impl::debug_abort(Impl::concat("kbuf::BufferAllocator '", label_, "' (",
+                                     static_cast<const void*>(this), ") destroyed while ",
+                                     live_scopes_, " of its scopes are live; end every scope "
+                                     "before its allocator"));
+    }
+#endif
     if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
+    Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
   }
 
   /// One temporary of `DataType` (e.g. `double**`, `float*[3]`, `Kokkos::complex<double>***`)
@@ -320,6 +331,31 @@ class BufferAllocator final {
   /// Number of live fallback allocations.
   [[nodiscard]] std::size_t live_fallbacks() const noexcept { return fallbacks_.size(); }
 
+  /// True when the memory of `v` (any view, subviews included) lies inside memory this
+  /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
+  /// False for a temporary that a reset released, or for memory the allocator does not hold;
+  /// true for a view that holds no memory (it cannot dangle). Decided by address range, in
+  /// O(1 + live fallbacks) and with no bookkeeping at allocation time, so it costs nothing
+  /// unless called. Its limit: once released memory is handed out again, a stale view over it
+  /// reads as live (the memory is); debug fills and ASan poisoning cover the time before that.
+  template <class View>
+  [[nodiscard]] bool is_live(const View& v) const noexcept {
+    static_assert(Kokkos::is_view<View>::value,
+                  "kbuf::BufferAllocator::is_live: the argument must be a Kokkos::View");
+    const std::size_t nbytes = v.span() * sizeof(typename View::value_type);
+    if (nbytes == 0) return true;
+    const auto inside = [&](const void* begin, std::size_t size) {
+      const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(begin);
+      const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(v.data());
+      return begin != nullptr && p >= b && p - b <= size && nbytes <= size - (p - b);
+    };
+    if (inside(base_, used_)) return true;
+    for (const Fallback& f : fallbacks_) {
+      if (inside(f.memory.data(), f.memory.size())) return true;
+    }
+    return false;
+  }
+
   /// Replaces the buffer by one of `buffer_size(nbytes)` bytes (the old one is released first,
   /// after a fence of the bound instance) and lowers the high-water mark to the new capacity
   /// if it was above it.
@@ -393,6 +429,7 @@ class BufferAllocator final {
       p = acquire_fallback(nbytes, a);
     } else {
       p = base_ + start;
+      Impl::unpoison<MemorySpace>(p, nbytes);
       used_ = start + nbytes;
       ++stats_.temporaries;
       if (used_ > stats_.peak_used) stats_.peak_used = used_;
@@ -459,6 +496,7 @@ class BufferAllocator final {
     buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
     base_ = buffer_.data();
     capacity_ = capacity;
+    Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
   }
 
   // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes.
@@ -466,6 +504,7 @@ class BufferAllocator final {
   void replace_buffer(std::size_t capacity) {
     const std::size_t old_capacity = capacity_;
     if (old_capacity != 0) fence();
+    Impl::unpoison<MemorySpace>(base_, capacity_);
     buffer_ = raw_view();
     base_ = nullptr;
     capacity_ = 0;
@@ -518,6 +557,13 @@ class BufferAllocator final {
 
   // Precondition: cp is valid. Never resizes.
   void release_to(const Checkpoint& cp) noexcept {
+    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
+#if KBUF_ENABLE_DEBUG
+    for (std::size_t i = cp.nfallbacks_; i < fallbacks_.size(); ++i) {
+      const raw_view& m = fallbacks_[i].memory;
+      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
+    }
+#endif
     if (fallbacks_.size() > cp.nfallbacks_) {
       fence_noexcept();
       fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(cp.nfallbacks_),
@@ -529,7 +575,18 @@ class BufferAllocator final {
     ++stats_.resets;
   }
 
-  void end_scope(const Checkpoint& cp) noexcept {
+  void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
+#if KBUF_ENABLE_DEBUG
+    if (index + 1 != live_scopes_) {
+      Impl::debug_abort(Impl::concat("kbuf::BufferAllocator::Scope: scope ", index + 1, " of ",
+                                     live_scopes_, " of allocator '", label_, "' (",
+                                     static_cast<const void*>(this),
+                                     ") destroyed out of LIFO order; end scopes in the reverse "
+                                     "order of their creation"));
+    }
+#else
+    (void)index;
+#endif
     --live_scopes_;
     if (is_valid(cp)) release_to(cp);
   }
