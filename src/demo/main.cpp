@@ -63,8 +63,7 @@ void usage(std::FILE* out) {
 }
 
 [[noreturn]] void bad_option(const std::string& message) {
-  std::fprintf(stderr, "kbuf-demo: %s\nRun 'kbuf-demo --help' for the options.\n",
-               message.c_str());
+  std::fprintf(stderr, "kbuf-demo: %s\nRun 'kbuf-demo --help' for the options.\n", message.c_str());
   std::exit(2);
 }
 
@@ -317,9 +316,8 @@ int run(const Options& o) {
       steady = steady && alloc.empty() && alloc.high_water_mark() == warm_hwm;
     }
     const std::size_t fallbacks_after = alloc.statistics().fallbacks - warm.fallbacks;
-    const double per_contraction =
-        static_cast<double>(runners[0]->tmp->count() - warm_count) /
-        static_cast<double>(runners[0]->calls - warm_calls);
+    const double per_contraction = static_cast<double>(runners[0]->tmp->count() - warm_count) /
+                                   static_cast<double>(runners[0]->calls - warm_calls);
     if (!steady || fallbacks_after != 0 || alloc.statistics().regrows != warm.regrows) {
       std::fprintf(stderr,
                    "kbuf-demo: D = %zu: kbuf did not reach its steady state after warm-up "
@@ -335,8 +333,8 @@ int run(const Options& o) {
       const HostTensor<T> got = to_host(r->hraa);
       double err = std::max(relative_error(got, ref), relative_error(r->energy, ref_energy));
       if (direct) {
-        err = std::max({err, relative_error(got, ref_direct),
-                        relative_error(r->energy, ref_direct_energy)});
+        err = std::max(
+            {err, relative_error(got, ref_direct), relative_error(r->energy, ref_direct_energy)});
       }
       if (!(err <= tolerance)) {
         std::fprintf(stderr, "kbuf-demo: D = %zu, %s: relative error %.3e exceeds %.0e\n", bond,
@@ -369,8 +367,8 @@ int run(const Options& o) {
     csv << "D,d,type,strategy,reps,median_us,min_us,temporaries,capacity_bytes,hwm_bytes,"
            "fallbacks_after_warmup,speedup_vs_view_init,max_rel_err\n";
     for (const Row& r : rows) {
-      csv << r.bond << ',' << r.phys << ',' << type_name<T>() << ',' << to_string(r.strategy)
-          << ',' << r.reps << ',' << r.median_us << ',' << r.min_us << ',' << r.temporaries << ',';
+      csv << r.bond << ',' << r.phys << ',' << type_name<T>() << ',' << to_string(r.strategy) << ','
+          << r.reps << ',' << r.median_us << ',' << r.min_us << ',' << r.temporaries << ',';
       if (r.has_buffer) {
         csv << r.capacity << ',' << r.hwm << ',' << r.fallbacks_after_warmup;
       } else {

@@ -38,14 +38,15 @@ inline std::vector<std::string> orderings(std::vector<std::string> names) {
 inline Shape shape_of(const std::string& labels, const std::map<std::string, std::size_t>& ext) {
   const Labels l = Labels::parse(labels.c_str(), "shape_of");
   Shape s;
-  for (int i = 0; i < l.rank; ++i) s.extents[static_cast<std::size_t>(s.rank++)] = ext.at(std::string(l[i]));
+  for (int i = 0; i < l.rank; ++i)
+    s.extents[static_cast<std::size_t>(s.rank++)] = ext.at(std::string(l[i]));
   return s;
 }
 
 /// A random host tensor with these labels.
 template <class T>
-HostTensor<T> random_labelled(const std::string& labels, const std::map<std::string, std::size_t>& ext,
-                              std::uint64_t seed) {
+HostTensor<T> random_labelled(const std::string& labels,
+                              const std::map<std::string, std::size_t>& ext, std::uint64_t seed) {
   return random_host_tensor<T>(shape_of(labels, ext), seed);
 }
 

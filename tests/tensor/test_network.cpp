@@ -33,9 +33,10 @@ TEST_CASE_TEMPLATE("the network and its expectation value match the naive loops"
   }
 }
 
-TEST_CASE_TEMPLATE("after one warm-up, repeated contractions serve every temporary from the buffer "
-                   "and keep the high-water mark",
-                   T, double, Kokkos::complex<double>) {
+TEST_CASE_TEMPLATE(
+    "after one warm-up, repeated contractions serve every temporary from the buffer "
+    "and keep the high-water mark",
+    T, double, Kokkos::complex<double>) {
   const auto host = random_host_network<T>(8, 2, 3);
   const auto net = to_device<T, space>(host);
   const auto hraa = make_hraa(net);

@@ -47,7 +47,8 @@ Labels Labels::parse(const char* list, const char* call) {
   if (!any) return labels;  // rank 0
   while (true) {
     const std::size_t comma = all.find(',', pos);
-    std::string_view name = all.substr(pos, comma == std::string_view::npos ? all.npos : comma - pos);
+    std::string_view name =
+        all.substr(pos, comma == std::string_view::npos ? all.npos : comma - pos);
     while (!name.empty() && space(name.front())) name.remove_prefix(1);
     while (!name.empty() && space(name.back())) name.remove_suffix(1);
     KBUF_EXPECTS(!name.empty(), call, ": empty index label in '", list, "'");
@@ -175,8 +176,8 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
     KBUF_EXPECTS(a_in_b[s] < 0 || a_in_c[s] < 0, call, ": label '", la[i],
                  "' appears in A, B and C ('", a_labels, "', '", b_labels, "', '", c_labels,
                  "'); batch indices are not supported");
-    KBUF_EXPECTS(a_in_b[s] >= 0 || a_in_c[s] >= 0, call, ": label '", la[i], "' of A ('",
-                 a_labels, "') appears in neither B ('", b_labels, "') nor C ('", c_labels,
+    KBUF_EXPECTS(a_in_b[s] >= 0 || a_in_c[s] >= 0, call, ": label '", la[i], "' of A ('", a_labels,
+                 "') appears in neither B ('", b_labels, "') nor C ('", c_labels,
                  "'); traces are not supported");
     if (a_in_b[s] >= 0) {
       KBUF_EXPECTS(a[i] == b[a_in_b[s]], call, ": summed label '", la[i], "' has extent ", a[i],
@@ -187,8 +188,8 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
     const auto s = static_cast<std::size_t>(j);
     b_in_a[s] = la.find(lb[j]);
     b_in_c[s] = lc.find(lb[j]);
-    KBUF_EXPECTS(b_in_a[s] >= 0 || b_in_c[s] >= 0, call, ": label '", lb[j], "' of B ('",
-                 b_labels, "') appears in neither A ('", a_labels, "') nor C ('", c_labels,
+    KBUF_EXPECTS(b_in_a[s] >= 0 || b_in_c[s] >= 0, call, ": label '", lb[j], "' of B ('", b_labels,
+                 "') appears in neither A ('", a_labels, "') nor C ('", c_labels,
                  "'); traces are not supported");
   }
   ContractionPlan plan;

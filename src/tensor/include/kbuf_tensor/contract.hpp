@@ -30,22 +30,26 @@ namespace kbuf_tensor {
 /// Which operands enter conjugated.
 enum class Conj { none, a, b, both };
 
-[[nodiscard]] constexpr bool conj_of_a(Conj c) noexcept { return c == Conj::a || c == Conj::both; }
-[[nodiscard]] constexpr bool conj_of_b(Conj c) noexcept { return c == Conj::b || c == Conj::both; }
+[[nodiscard]] constexpr bool conj_of_a(Conj c) noexcept {
+  return c == Conj::a || c == Conj::both;
+}
+[[nodiscard]] constexpr bool conj_of_b(Conj c) noexcept {
+  return c == Conj::b || c == Conj::both;
+}
 
 /// How one pairwise contraction is carried out. Computed on the host from shapes and labels.
 struct ContractionPlan {
-  Shape a;                 ///< shape of A the plan was made for
-  Shape b;                 ///< shape of B the plan was made for
-  Shape c;                 ///< shape of the result
-  bool swap = false;       ///< the GEMM computes with B as its left operand: C^T-oriented
-  bool permute_a = false;  ///< A is permuted into a temporary first
-  bool permute_b = false;  ///< B is permuted into a temporary first
-  bool permute_c = false;  ///< the product goes to a temporary, then is permuted into C
-  char op_a = 'N';         ///< GEMM op of A as stored (after any permute): 'N', 'T' or 'C'
-  char op_b = 'N';         ///< GEMM op of B
-  bool conj_a = false;     ///< A enters conjugated (by its permute, else by op_a == 'C')
-  bool conj_b = false;     ///< B enters conjugated
+  Shape a;                          ///< shape of A the plan was made for
+  Shape b;                          ///< shape of B the plan was made for
+  Shape c;                          ///< shape of the result
+  bool swap = false;                ///< the GEMM computes with B as its left operand: C^T-oriented
+  bool permute_a = false;           ///< A is permuted into a temporary first
+  bool permute_b = false;           ///< B is permuted into a temporary first
+  bool permute_c = false;           ///< the product goes to a temporary, then is permuted into C
+  char op_a = 'N';                  ///< GEMM op of A as stored (after any permute): 'N', 'T' or 'C'
+  char op_b = 'N';                  ///< GEMM op of B
+  bool conj_a = false;              ///< A enters conjugated (by its permute, else by op_a == 'C')
+  bool conj_b = false;              ///< B enters conjugated
   std::size_t m = 0, n = 0, k = 0;  ///< GEMM sizes: C(m x n) = op(left)(m x k) op(right)(k x n)
 
   // For the permutes: dimension j of the permuted tensor is dimension perm[j] of the source.
@@ -138,7 +142,8 @@ void contract_into(Temporaries<MemorySpace>& tmp, const Tensor<T, MemorySpace>& 
                    const char* c_labels, const Tensor<T, MemorySpace>& a, const char* a_labels,
                    const Tensor<T, MemorySpace>& b, const char* b_labels, Conj conj) {
   if constexpr (!is_complex<T>::value) conj = Conj::none;
-  const ContractionPlan plan = plan_contraction(a.shape, a_labels, b.shape, b_labels, c_labels, conj);
+  const ContractionPlan plan =
+      plan_contraction(a.shape, a_labels, b.shape, b_labels, c_labels, conj);
   KBUF_EXPECTS(c.shape == plan.c, "kbuf_tensor::contract_into: output '", c_labels, "' has shape ",
                to_string(c.shape), ", the contraction gives ", to_string(plan.c));
   execute(tmp, plan, a, b, c);
@@ -146,13 +151,14 @@ void contract_into(Temporaries<MemorySpace>& tmp, const Tensor<T, MemorySpace>& 
 
 // The library instantiates these for double and Kokkos::complex<double> in
 // kbuf::default_memory_space; include <kbuf_tensor/contract_impl.hpp> for other types.
-#define KBUF_TENSOR_DECLARE(EXTERN, T, MS)                                                      \
+#define KBUF_TENSOR_DECLARE(EXTERN, T, MS)                                                         \
   EXTERN template void permute_into<T, MS>(const Tensor<T, MS>&, const std::array<int, max_rank>&, \
-                                           const Tensor<T, MS>&, bool);                           \
-  EXTERN template void permute_into<T, MS>(const Tensor<T, MS>&, const char*, const Tensor<T, MS>&, \
-                                           const char*, bool);                                    \
-  EXTERN template void execute<T, MS>(Temporaries<MS>&, const ContractionPlan&, const Tensor<T, MS>&, \
-                                      const Tensor<T, MS>&, const Tensor<T, MS>&);
+                                           const Tensor<T, MS>&, bool);                            \
+  EXTERN template void permute_into<T, MS>(const Tensor<T, MS>&, const char*,                      \
+                                           const Tensor<T, MS>&, const char*, bool);               \
+  EXTERN template void execute<T, MS>(Temporaries<MS>&, const ContractionPlan&,                    \
+                                      const Tensor<T, MS>&, const Tensor<T, MS>&,                  \
+                                      const Tensor<T, MS>&);
 KBUF_TENSOR_DECLARE(extern, double, kbuf::default_memory_space)
 KBUF_TENSOR_DECLARE(extern, Kokkos::complex<double>, kbuf::default_memory_space)
 

@@ -203,7 +203,8 @@ void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
   const bool ca = is_complex<T>::value && plan.conj_a && !plan.permute_a;  // still to apply
   const bool cb = is_complex<T>::value && plan.conj_b && !plan.permute_b;
   if (m == 1 && n == 1 && k > 0 && !(ca && cb) && (ca || cb || !is_complex<T>::value)) {
-    using vector = Kokkos::View<const T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
+    using vector =
+        Kokkos::View<const T*, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
     using scalar = Kokkos::View<T, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
     const vector va(pa, k), vb(pb, k);
     if (cb) {

@@ -94,7 +94,9 @@ Network<T, MemorySpace> to_device(const HostNetwork<T>& h) {
 }
 
 /// The shape of HRAA: [D, d, d, D].
-inline Shape hraa_shape(std::size_t bond, std::size_t phys) { return {bond, phys, phys, bond}; }
+inline Shape hraa_shape(std::size_t bond, std::size_t phys) {
+  return {bond, phys, phys, bond};
+}
 
 /// A managed, uninitialised output tensor for HRAA.
 template <class T, class MemorySpace>
@@ -231,9 +233,8 @@ HostTensor<T> reference_hraa_direct(const HostNetwork<T>& net) {
               for (std::size_t b = 0; b < D; ++b)
                 for (std::size_t t2 = 0; t2 < d; ++t2)
                   for (std::size_t cp = 0; cp < D; ++cp)
-                    sum += at2(net.rhoL, a, ap) * at3(net.A1, ap, t1, b) *
-                           at3(net.A2, b, t2, cp) * at2(net.rhoR, cp, c) *
-                           net.H.data[((s1 * d + s2) * d + t1) * d + t2];
+                    sum += at2(net.rhoL, a, ap) * at3(net.A1, ap, t1, b) * at3(net.A2, b, t2, cp) *
+                           at2(net.rhoR, cp, c) * net.H.data[((s1 * d + s2) * d + t1) * d + t2];
           out.data[((a * d + s1) * d + s2) * D + c] = sum;
         }
   return out;

@@ -16,9 +16,9 @@ namespace kbuf_tensor {
 /// (output labels outside, summed labels inside). Same label rules as `contract`.
 /// @throws kbuf::logic_error for bad labels.
 template <class T>
-HostTensor<T> reference_contract(const char* c_labels, const HostTensor<T>& a,
-                                 const char* a_labels, const HostTensor<T>& b,
-                                 const char* b_labels, Conj conj = Conj::none) {
+HostTensor<T> reference_contract(const char* c_labels, const HostTensor<T>& a, const char* a_labels,
+                                 const HostTensor<T>& b, const char* b_labels,
+                                 Conj conj = Conj::none) {
   // Validates the labels and gives C's shape; the plan itself is not used.
   const ContractionPlan plan = plan_contraction(a.shape, a_labels, b.shape, b_labels, c_labels);
   static constexpr const char* call = "kbuf_tensor::reference_contract";

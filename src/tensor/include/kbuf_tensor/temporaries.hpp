@@ -41,7 +41,8 @@ class Temporaries {
   using view = Kokkos::View<T*, Kokkos::LayoutRight, MemorySpace>;
 
   /// Temporaries served by `alloc` (Strategy::kbuf).
-  explicit Temporaries(allocator_type& alloc) noexcept : strategy_(Strategy::kbuf), alloc_(&alloc) {}
+  explicit Temporaries(allocator_type& alloc) noexcept
+      : strategy_(Strategy::kbuf), alloc_(&alloc) {}
 
   /// Temporaries that are fresh managed Views.
   /// @throws kbuf::logic_error for Strategy::kbuf (which needs an allocator).

@@ -34,8 +34,8 @@ struct Shape {
   Shape() = default;
   /// @throws kbuf::logic_error for more than `max_rank` extents.
   Shape(std::initializer_list<std::size_t> list) {
-    KBUF_EXPECTS(list.size() <= static_cast<std::size_t>(max_rank),
-                 "kbuf_tensor::Shape: rank ", list.size(), " exceeds the maximum ", max_rank);
+    KBUF_EXPECTS(list.size() <= static_cast<std::size_t>(max_rank), "kbuf_tensor::Shape: rank ",
+                 list.size(), " exceeds the maximum ", max_rank);
     for (std::size_t e : list) extents[static_cast<std::size_t>(rank++)] = e;
   }
   /// Number of elements: the product of the extents (1 for rank 0).
