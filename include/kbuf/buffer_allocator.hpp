@@ -21,6 +21,15 @@
 #include <kbuf/errors.hpp>
 #include <kbuf/sizes.hpp>
 
+/// Forces inlining of the allocator's hot path (GCC, Clang, nvcc's and hipcc's host compilers).
+#if defined(__GNUC__) || defined(__clang__)
+#define KBUF_IMPL_ALWAYS_INLINE __attribute__((always_inline)) inline
+#elif defined(_MSC_VER)
+#define KBUF_IMPL_ALWAYS_INLINE __forceinline
+#else
+#define KBUF_IMPL_ALWAYS_INLINE inline
+#endif
+
 namespace kbuf {
 
 /// Counters of one allocator, counted since its construction.
@@ -246,6 +255,13 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY((Impl::extent_is_negative(extents) || ...))) {
       throw_bad_extents<DataType>(extents...);
     }
+    if constexpr (static_cast<std::size_t>(V::rank_dynamic) >= 3) {
+      // Kokkos (3.4 to 4.6 at least) keeps the runtime extents of such Views in 32 bits: a
+      // wider one would come back truncated.
+      if (KBUF_IMPL_UNLIKELY(((static_cast<std::uint64_t>(extents) > 0xFFFFFFFFu) || ...))) {
+        throw_wide_extents(extents...);
+      }
+    }
     std::size_t nbytes = static_count * sizeof(T);
     bool overflow = false;
     ((overflow |= Impl::mul_overflow(nbytes, static_cast<std::size_t>(extents), &nbytes)), ...);
@@ -390,7 +406,13 @@ class BufferAllocator final {
   }
 
   /// The allocator's counters.
-  [[nodiscard]] Statistics statistics() const noexcept { return stats_; }
+  [[nodiscard]] Statistics statistics() const noexcept {
+    Statistics s = stats_;
+    s.temporaries += serial_ - stats_.fallbacks;  // stats_.temporaries: the zero-sized ones
+    if (used_ > s.peak_used) s.peak_used = used_;  // peaks still under way
+    if (depth_ > s.peak_live) s.peak_live = depth_;
+    return s;
+  }
 
   /// Fences the bound execution space instance (only that one, never the whole device). Kokkos
   /// Tools see it as "kbuf::BufferAllocator::fence [<label>]" (Kokkos 3.5 and later).
@@ -412,32 +434,43 @@ class BufferAllocator final {
   };
 
   // The hot path: carve `nbytes` (> 0) aligned to `a` (>= alignment_) out of the buffer, or
-  // serve a fallback. Nothing changes unless it succeeds.
-  void* acquire(std::size_t nbytes, std::size_t a) {
-    if (depth_ == 0 && KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) regrow();
-    if (KBUF_IMPL_UNLIKELY(depth_ == id_capacity_)) grow_ids(2 * id_capacity_);
+  // serve a fallback. Nothing changes unless it succeeds. Inlined into every allocate (a call
+  // and its register saves were a tenth of a temporary's cost); what does not fit goes to the
+  // cold acquire_slow. Counters derived from the state (temporaries, peaks) are not kept here:
+  // statistics() and release_to() compute them.
+  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes, std::size_t a) {
+    if (depth_ == 0) {
+      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) regrow();
+    } else if (KBUF_IMPL_UNLIKELY(depth_ == id_capacity_)) {
+      grow_ids(2 * id_capacity_);
+    }
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used_, a) - base);
+    if (KBUF_IMPL_UNLIKELY(start > capacity_ || nbytes > capacity_ - start)) {
+      return acquire_slow(nbytes, a);
+    }
+    void* p = base_ + start;
+    Impl::unpoison<MemorySpace>(p, nbytes);
+    used_ = start + nbytes;
     // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
-    // type aligned beyond it pads at most (a - alignment_) bytes more.
+    // type aligned beyond it pads at most (a - alignment_) bytes more. No overflow here: need_
+    // counts memory that is held, and nbytes fits in the buffer.
+    need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
+    if (need_ > hwm_) hwm_ = need_;
+    ids_[depth_++] = ++serial_;
+    return p;
+  }
+
+  // A temporary that does not fit: a fallback, or out_of_memory if even its need overflows.
+  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t a) {
     const std::size_t need_start = Impl::align_up(need_, alignment_) + (a - alignment_);
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
       throw_unsatisfiable(nbytes, a);
     }
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
-    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used_, a) - base);
-    void* p;
-    if (KBUF_IMPL_UNLIKELY(start > capacity_ || nbytes > capacity_ - start)) {
-      p = acquire_fallback(nbytes, a);
-    } else {
-      p = base_ + start;
-      Impl::unpoison<MemorySpace>(p, nbytes);
-      used_ = start + nbytes;
-      ++stats_.temporaries;
-      if (used_ > stats_.peak_used) stats_.peak_used = used_;
-    }
-    ids_[depth_++] = ++serial_;
-    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
+    void* p = acquire_fallback(nbytes, a);
     need_ = need_start + nbytes;
     if (need_ > hwm_) hwm_ = need_;
+    ids_[depth_++] = ++serial_;
     return p;
   }
 
@@ -557,6 +590,8 @@ class BufferAllocator final {
 
   // Precondition: cp is valid. Never resizes.
   void release_to(const Checkpoint& cp) noexcept {
+    if (used_ > stats_.peak_used) stats_.peak_used = used_;  // peaks end here
+    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
     Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
 #if KBUF_ENABLE_DEBUG
     for (std::size_t i = cp.nfallbacks_; i < fallbacks_.size(); ++i) {
@@ -596,6 +631,26 @@ class BufferAllocator final {
       fence();
     } catch (...) {  // a destructor's fence must not throw
     }
+  }
+
+  template <class... Extents>
+  [[noreturn]] KBUF_IMPL_COLD void throw_wide_extents(Extents... extents) const {
+    std::size_t index = 0;
+    std::uint64_t value = 0;
+    std::size_t i = 0;
+    bool found = false;
+    auto visit = [&](auto e) {
+      if (!found && static_cast<std::uint64_t>(e) > 0xFFFFFFFFu) {
+        found = true;
+        index = i;
+        value = static_cast<std::uint64_t>(e);
+      }
+      ++i;
+    };
+    (visit(extents), ...);
+    Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate: extent ", index,
+                            " is ", value, "; a View with three or more runtime extents holds "
+                            "each below 2^32 (Kokkos stores them in 32 bits)");
   }
 
   template <class DataType, class... Extents>
