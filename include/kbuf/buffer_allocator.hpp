@@ -265,7 +265,10 @@ class BufferAllocator final {
     std::size_t nbytes = static_count * sizeof(T);
     bool overflow = false;
     ((overflow |= Impl::mul_overflow(nbytes, static_cast<std::size_t>(extents), &nbytes)), ...);
-    if (KBUF_IMPL_UNLIKELY(overflow)) throw_overflow<DataType>(extents...);
+    // A zero extent makes the true byte count 0 (and nbytes 0) whatever the others overflow to.
+    if (KBUF_IMPL_UNLIKELY(overflow) && ((static_cast<std::size_t>(extents) != 0) && ...)) {
+      throw_overflow<DataType>(extents...);
+    }
 
     using pointer = typename V::pointer_type;
     if (nbytes == 0) {
@@ -440,7 +443,7 @@ class BufferAllocator final {
   // statistics() and release_to() compute them.
   KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes, std::size_t a) {
     if (depth_ == 0) {
-      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) regrow();
+      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) return regrow_and_acquire(nbytes, a);
     } else if (KBUF_IMPL_UNLIKELY(depth_ == id_capacity_)) {
       grow_ids(2 * id_capacity_);
     }
@@ -467,14 +470,31 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
       throw_unsatisfiable(nbytes, a);
     }
-    void* p = acquire_fallback(nbytes, a);
-    need_ = need_start + nbytes;
-    if (need_ > hwm_) hwm_ = need_;
-    ids_[depth_++] = ++serial_;
-    return p;
+    return commit_fallback(take_fallback(nbytes, a), nbytes, a);
   }
 
-  KBUF_IMPL_COLD void* acquire_fallback(std::size_t nbytes, std::size_t a) {
+  // acquire() with a regrowth pending (empty allocator). What can fail comes before the old
+  // buffer is given up, so that a failure changes nothing: the need-overflow check and, for a
+  // request that may not fit the regrown buffer, its fallback memory.
+  KBUF_IMPL_COLD void* regrow_and_acquire(std::size_t nbytes, std::size_t a) {
+    const std::size_t padding = a - alignment_;  // the most padding at offset 0
+    if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
+      throw_unsatisfiable(nbytes, a);
+    }
+    raw_view spare;
+    if (padding + nbytes > regrow_capacity()) spare = take_fallback(nbytes, a);
+    regrow();  // on failure `spare` is freed and nothing has changed
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
+    if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
+      return acquire(nbytes, a);  // carves it: no regrowth is pending now
+    }
+    return commit_fallback(std::move(spare), nbytes, a);
+  }
+
+  // Fallback memory for `nbytes` aligned to `a`, with room reserved to record it. Changes
+  // nothing observable.
+  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a) {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
       throw_unsatisfiable(nbytes, a);
     }
@@ -484,18 +504,33 @@ class BufferAllocator final {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: no host memory to record a fallback of ",
                     nbytes, " bytes");
     }
-    raw_view memory = allocate_raw(nbytes + (a - 1), "::fallback", "allocate", nbytes);
+    return allocate_raw(nbytes + (a - 1), "::fallback", "allocate", nbytes);
+  }
+
+  // Hands out `memory` (from take_fallback) as the next temporary. Cannot fail; the caller
+  // checked that the need does not overflow.
+  void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
     const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
     void* p = memory.data() + (Impl::align_up(addr, a) - addr);
     fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
+    need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
+    if (need_ > hwm_) hwm_ = need_;
+    ids_[depth_++] = ++serial_;
     return p;
   }
 
   // Allocates `nbytes` (for a request of `requested` bytes) without initialisation on exec_.
   raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call,
                         std::size_t requested) {
+    // No object is larger than PTRDIFF_MAX; Kokkos would take SIZE_MAX for "no extent" and
+    // abort, or overflow adding its header.
+    if (KBUF_IMPL_UNLIKELY(nbytes > static_cast<std::size_t>(PTRDIFF_MAX))) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", requested,
+                    " bytes (", nbytes, " with alignment slack) in ",
+                    Impl::space_name<MemorySpace>(), ": larger than any object can be");
+    }
     try {
       return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
                       nbytes);
@@ -553,9 +588,20 @@ class BufferAllocator final {
     ++stats_.regrows;
   }
 
-  KBUF_IMPL_COLD void regrow() {
+  // The capacity regrow() leaves. A high-water mark no buffer size can hold (sizehint near
+  // SIZE_MAX) is memory that cannot be had, not bad input to the allocate that finds it.
+  std::size_t regrow_capacity() const {
+    if (KBUF_IMPL_UNLIKELY(hwm_ > std::numeric_limits<std::size_t>::max() - page_size())) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: cannot grow the buffer to the high-water "
+                    "mark of ", hwm_, " bytes in ", Impl::space_name<MemorySpace>());
+    }
     const std::size_t capacity = buffer_size(hwm_);
-    if (capacity > capacity_ || (shrink_ && capacity != capacity_)) replace_buffer(capacity);
+    return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
+  }
+
+  KBUF_IMPL_COLD void regrow() {
+    const std::size_t capacity = regrow_capacity();
+    if (capacity != capacity_) replace_buffer(capacity);
     shrink_ = false;
   }
 
