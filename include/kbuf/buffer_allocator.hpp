@@ -277,7 +277,14 @@ class BufferAllocator final {
     }
     constexpr std::size_t type_alignment = alignof(T);
     const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
+#if KOKKOS_VERSION < 40000
+    // Kokkos 3's pointer-and-extents constructor builds and destroys a std::string label for
+    // a rank check (about half of a temporary's cost there); the extents were checked above.
+    return V(reinterpret_cast<pointer>(acquire(nbytes, a)),
+             typename V::array_layout(static_cast<std::size_t>(extents)...));
+#else
     return V(reinterpret_cast<pointer>(acquire(nbytes, a)), static_cast<std::size_t>(extents)...);
+#endif
   }
 
   /// The current point of the LIFO history.
