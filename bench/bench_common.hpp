@@ -28,8 +28,9 @@ struct Options {
 struct Context {
   Options opt;
   CsvWriter csv;
-  // Round section medians (ns per temporary) for the summary; < 0 when not measured.
-  double round_kbuf = -1, round_floor = -1, round_noinit = -1, round_managed = -1;
+  // The round section's figures (ns per temporary) for the summary.
+  Summary round_kbuf, round_floor, round_noinit, round_managed, round_bump, round_floor_extents;
+  bool have_round = false;
   // Any kbuf fallback after a workload's first round, in any section: a failure.
   std::size_t late_fallbacks = 0;
   bool wants(const char* section) const {

@@ -42,7 +42,7 @@ void section_tensor(Context& c) {
               phys);
   std::printf("  %-5s %12s %12s %12s %9s %9s %12s %10s %4s\n", "D", "kbuf us", "noinit us",
               "init us", "noinit/kb", "init/kb", "saved/temp", "capacity", "fb");
-  // Samples of one network at large D already last milliseconds: fewer repetitions there.
+  // Samples of one network at large D last milliseconds: timing.max_seconds bounds them.
   TimingOptions timing = c.opt.timing;
   timing.warmup_rounds = 2;
   for (std::size_t bond = 4; bond <= c.opt.tensor_max_d; bond *= 2) {
@@ -76,7 +76,6 @@ void section_tensor(Context& c) {
       };
       st.push_back(std::move(s));
     }
-    if (bond >= 64) timing.repetitions = std::min<std::size_t>(c.opt.timing.repetitions, 21);
     measure_interleaved(st, timing);
     const std::size_t late = kb.alloc->statistics().fallbacks - first_fallbacks;
     c.late_fallbacks += late;

@@ -22,9 +22,9 @@ total() {  # total() SECTION STRATEGY N -> instructions of the whole run
 for section in round pair; do
   if [ "$section" = round ]; then per=8; else per=1; fi
   if [ "$section" = round ]; then
-    strategies="floor bump kbuf pmr-monotonic kokkos_malloc managed-noinit managed"
+    strategies="floor floor-extents bump kbuf pmr-monotonic kokkos_malloc managed-noinit managed"
   else
-    strategies="floor bump kbuf kbuf-scope pmr-monotonic kokkos_malloc managed-noinit managed"
+    strategies="floor floor-extents bump kbuf kbuf-scope pmr-monotonic kokkos_malloc managed-noinit managed"
   fi
   echo "== $section: instructions per temporary ($rounds rounds of $per; managed Views and kokkos_malloc: a tenth)"
   printf '  %-16s %12s %10s %10s\n' strategy instr/temp "x floor" "x kbuf"

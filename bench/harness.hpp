@@ -91,16 +91,23 @@ struct Strategy {
   std::size_t temps_per_round = 1;
   std::size_t rounds_per_sample = 1;  // calibrated
   std::vector<double> ns_per_temp;    // one entry per sample
+  double seconds = 0;                 // time spent in samples
 };
 
 struct TimingOptions {
-  std::size_t repetitions = 51;       // samples per strategy
-  double min_sample_seconds = 1e-3;   // each sample runs at least this long (after calibration)
+  std::size_t repetitions = 101;      // samples per strategy
+  double min_sample_seconds = 2e-4;   // each sample runs at least this long (after calibration):
+                                      // short samples are rarely preempted on a shared machine
   std::size_t warmup_rounds = 3;      // untimed rounds per strategy before calibration
+  double max_seconds = 1.0;           // per strategy and figure: a strategy whose samples are
+                                      // long (a 64 MiB zero-fill) stops after this long, with
+                                      // at least min_repetitions samples
+  std::size_t min_repetitions = 11;
 };
 
 /// Times every strategy `opt.repetitions` times, interleaved: repetition r runs the strategies
-/// in an order rotated by r, so slow phases of a noisy machine hit all strategies alike.
+/// in an order rotated by r, so slow phases of a noisy machine hit all strategies alike. A
+/// strategy that has used up `opt.max_seconds` stops early (after `opt.min_repetitions`).
 inline void measure_interleaved(std::vector<Strategy>& strategies, const TimingOptions& opt) {
   for (auto& s : strategies) {
     s.run(opt.warmup_rounds);
@@ -116,14 +123,18 @@ inline void measure_interleaved(std::vector<Strategy>& strategies, const TimingO
     s.rounds_per_sample = k;
     s.ns_per_temp.clear();
     s.ns_per_temp.reserve(opt.repetitions);
+    s.seconds = 0;
   }
   const std::size_t n = strategies.size();
+  const std::size_t at_least = std::min(opt.min_repetitions, opt.repetitions);
   for (std::size_t r = 0; r < opt.repetitions; ++r) {
     for (std::size_t j = 0; j < n; ++j) {
       Strategy& s = strategies[(j + r) % n];
+      if (s.ns_per_temp.size() >= at_least && s.seconds >= opt.max_seconds) continue;
       const auto t0 = clock_type::now();
       s.run(s.rounds_per_sample);
       const double t = seconds_since(t0);
+      s.seconds += t;
       s.ns_per_temp.push_back(t * 1e9 /
                               static_cast<double>(s.rounds_per_sample * s.temps_per_round));
     }

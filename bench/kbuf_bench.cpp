@@ -92,6 +92,7 @@ const char* describe(const std::string& name) {
   if (name == "kokkos_malloc") return "kokkos_malloc/free + unmanaged";
   if (name == "pmr-monotonic") return "pmr::monotonic + unmanaged";
   if (name == "bump") return "reference: bare pointer bump";
+  if (name == "floor-extents") return "floor, View(ptr, extents...)";
   return "";
 }
 
@@ -135,7 +136,8 @@ void section_round(Context& c) {
   const auto slot_bytes = MixedShapes::slot_bytes();
   const std::size_t ab = arena_bytes_for(slot_bytes);
   auto arena = make_arena(ab);
-  auto floor = std::make_unique<FloorPolicy>(arena.data(), ab, slot_bytes);
+  auto floor = std::make_unique<FloorPolicy<false>>(arena.data(), ab, slot_bytes);
+  auto floor_extents = std::make_unique<FloorPolicy<true>>(arena.data(), ab, slot_bytes);
   auto bump = std::make_unique<BumpPolicy>(arena.data(), ab);
   // Empty: round 1 falls back entirely, round 2 regrows and carves everything.
   const auto alloc_ptr = std::make_unique<Allocator>();
@@ -163,22 +165,25 @@ void section_round(Context& c) {
   }
 #endif
   st.push_back(make_strategy("bump", n, [&] { mixed_round(*bump, shapes); }));
+  st.push_back(make_strategy("floor-extents", n, [&] { mixed_round(*floor_extents, shapes); }));
   if (!measure_or_profile(c, "round", st)) return;
   const std::size_t late = alloc.statistics().fallbacks - first_fallbacks;
   c.late_fallbacks += late;
 
-  std::printf("  ns per temporary over %zu interleaved samples (each >= %.2f ms of rounds)\n",
-              c.opt.timing.repetitions, c.opt.timing.min_sample_seconds * 1e3);
+  std::printf("  ns per temporary; p10/p90/min/max over the interleaved samples\n");
   print_strategy_table(st, "kbuf");
   std::printf("  kbuf: %zu fallbacks in round 1 (empty allocator), %zu in the %zu rounds after; "
               "capacity %zu B, high-water mark %zu B\n",
               first_fallbacks, late, alloc.statistics().resets - 1, alloc.capacity(),
               alloc.high_water_mark());
   csv_strategies(c, "round", "mixed8", 8, st, "kbuf");
-  c.round_kbuf = summarize(find(st, "kbuf")->ns_per_temp).median;
-  c.round_floor = summarize(find(st, "floor")->ns_per_temp).median;
-  c.round_noinit = summarize(find(st, "managed-noinit")->ns_per_temp).median;
-  c.round_managed = summarize(find(st, "managed")->ns_per_temp).median;
+  c.round_kbuf = summarize(find(st, "kbuf")->ns_per_temp);
+  c.round_floor = summarize(find(st, "floor")->ns_per_temp);
+  c.round_noinit = summarize(find(st, "managed-noinit")->ns_per_temp);
+  c.round_managed = summarize(find(st, "managed")->ns_per_temp);
+  c.round_bump = summarize(find(st, "bump")->ns_per_temp);
+  c.round_floor_extents = summarize(find(st, "floor-extents")->ns_per_temp);
+  c.have_round = true;
 }
 
 // ---- Uniform rounds (pair, live, size) ------------------------------------------------------
@@ -224,7 +229,9 @@ ColdResult measure_cold(Context& c, const UniformShape& s_in, std::size_t initia
   const auto p_ptr = std::make_unique<KbufPolicy<true>>(alloc);
   KbufPolicy<true>& p = *p_ptr;
   std::vector<double> first, second;
+  const auto start = clock_type::now();
   for (std::size_t i = 0; i < samples; ++i) {
+    if (i >= min_samples && seconds_since(start) > c.opt.timing.max_seconds) break;
     alloc.resize(initial_capacity);
     Kokkos::deep_copy(alloc.buffer(), static_cast<unsigned char>(0));
     for (int round = 0; round < 2; ++round) {
@@ -257,7 +264,8 @@ std::vector<Strategy> measure_uniform(Context& c, const char* section, const Uni
   const auto s_ptr = std::make_unique<UniformShape>(s_in);
   const UniformShape& s = *s_ptr;
   Slots slots(s.count);
-  auto floor = std::make_unique<FloorPolicy>(arena.data(), ab, slot_bytes);
+  auto floor = std::make_unique<FloorPolicy<false>>(arena.data(), ab, slot_bytes);
+  auto floor_extents = std::make_unique<FloorPolicy<true>>(arena.data(), ab, slot_bytes);
   auto bump = std::make_unique<BumpPolicy>(arena.data(), ab);
   const auto alloc_ptr = std::make_unique<Allocator>();
   Allocator& alloc = *alloc_ptr;
@@ -288,8 +296,10 @@ std::vector<Strategy> measure_uniform(Context& c, const char* section, const Uni
     st.push_back(make_strategy("pmr-monotonic", n, [&] { uniform_round(*pmr, s, u); }));
   }
 #endif
-  if (with_reference_variants)
+  if (with_reference_variants) {
     st.push_back(make_strategy("bump", n, [&] { uniform_round(*bump, s, u); }));
+    st.push_back(make_strategy("floor-extents", n, [&] { uniform_round(*floor_extents, s, u); }));
+  }
   if (!measure_or_profile(c, section, st)) return {};
   *late_fallbacks = alloc.statistics().fallbacks - first_fallbacks;
   c.late_fallbacks += *late_fallbacks;
@@ -302,9 +312,8 @@ void section_pair(Context& c) {
   std::size_t late = 0;
   const auto st = measure_uniform(c, "pair", UniformShape{1, 64}, true, &late);
   if (st.empty()) return;
-  std::printf("  ns per temporary over %zu interleaved samples; kbuf = checkpoint()/allocate/"
-              "reset(cp), kbuf-scope = scope()/allocate/~Scope\n",
-              c.opt.timing.repetitions);
+  std::printf("  ns per temporary; kbuf = checkpoint()/allocate/reset(cp), kbuf-scope = "
+              "scope()/allocate/~Scope\n");
   print_strategy_table(st, "kbuf");
   std::printf("  kbuf: %zu fallbacks after round 1\n", late);
   csv_strategies(c, "pair", "double64", 1, st, "kbuf");
@@ -455,19 +464,35 @@ void print_header(const Context& c) {
 #endif
   );
 #endif
-  std::printf("  %zu repetitions per figure, strategies interleaved (rotated order per "
-              "repetition), each sample >= %.2f ms%s\n",
-              c.opt.timing.repetitions, c.opt.timing.min_sample_seconds * 1e3,
+  std::printf("  up to %zu samples per figure (at least %zu, or until %.1f s), strategies "
+              "interleaved (order rotated per\n  repetition), each sample >= %.2f ms of rounds%s\n",
+              c.opt.timing.repetitions, std::min(c.opt.timing.min_repetitions,
+                                                 c.opt.timing.repetitions),
+              c.opt.timing.max_seconds, c.opt.timing.min_sample_seconds * 1e3,
               c.opt.quick ? "; --quick: a smoke run, figures are not meaningful" : "");
+  if (KBUF_ENABLE_DEBUG) {
+    std::printf("  WARNING: kbuf's debug checks are on (KBUF_ENABLE_DEBUG): figures are not "
+                "kbuf's release costs\n");
+  }
 }
 
 void print_summary(const Context& c) {
   std::printf("\n== summary ==\n");
-  if (c.round_kbuf > 0) {
-    std::printf("  round of 8: kbuf %.2f ns per temporary = %.2fx the floor (%.2f ns); "
-                "managed-noinit %.2f ns = %.1fx kbuf; managed %.2f ns = %.1fx kbuf\n",
-                c.round_kbuf, c.round_kbuf / c.round_floor, c.round_floor, c.round_noinit,
-                c.round_noinit / c.round_kbuf, c.round_managed, c.round_managed / c.round_kbuf);
+  if (c.have_round) {
+    const Summary &k = c.round_kbuf, &f = c.round_floor, &n = c.round_noinit,
+                  &m = c.round_managed, &b = c.round_bump;
+    std::printf("  round of 8, ns per temporary, median (min):\n");
+    std::printf("    kbuf %.2f (%.2f) = %.2fx (%.2fx) the floor %.2f (%.2f); bare bump %.2f (%.2f) "
+                "= %.2fx (%.2fx) the floor\n",
+                k.median, k.min, k.median / f.median, k.min / f.min, f.median, f.min, b.median,
+                b.min, b.median / f.median, b.min / f.min);
+    const Summary& fe = c.round_floor_extents;
+    std::printf("    kbuf = %.2fx (%.2fx) the floor built as View(ptr, extents...), %.2f (%.2f)\n",
+                k.median / fe.median, k.min / fe.min, fe.median, fe.min);
+    std::printf("    managed-noinit %.1f (%.1f) = %.1fx (%.1fx) kbuf; managed %.1f (%.1f) = %.0fx "
+                "(%.0fx) kbuf\n",
+                n.median, n.min, n.median / k.median, n.min / k.min, m.median, m.min,
+                m.median / k.median, m.min / k.min);
   }
   std::printf("  kbuf fallbacks after the first round of a repeated workload: %zu%s\n",
               c.late_fallbacks, c.late_fallbacks == 0 ? "" : "  <-- FAILURE");
@@ -538,6 +563,7 @@ int main(int argc, char* argv[]) {
     o.timing.repetitions = std::min<std::size_t>(o.timing.repetitions, 3);
     o.timing.min_sample_seconds = std::min(o.timing.min_sample_seconds, 2e-5);
     o.timing.warmup_rounds = 1;
+    o.timing.max_seconds = 0.05;
     o.max_live = std::min<std::size_t>(o.max_live, 256);
     o.max_size = std::min<std::size_t>(o.max_size, std::size_t{1} << 20);
     o.tensor_max_d = std::min<std::size_t>(o.tensor_max_d, 8);

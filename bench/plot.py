@@ -23,6 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 STYLE = {  # strategy -> (label, colour, marker, linestyle)
     "floor": ("floor (unmanaged Views, fixed array)", "#222222", "o", "-"),
+    "floor-extents": ("floor, View(ptr, extents...)", "#555555", "o", ":"),
     "bump": ("bare pointer bump (reference)", "#999999", ".", ":"),
     "kbuf": ("kbuf", "#d62728", "s", "-"),
     "kbuf-scope": ("kbuf (Scope)", "#ff9896", "s", "--"),
@@ -85,7 +86,7 @@ def bytes_label(n):
 def title(meta, what):
     q = " (--quick: not meaningful)" if "quick" in meta else ""
     return (f"{what}\nKokkos {meta.get('kokkos', '?')}, {meta.get('backend', '?')}, "
-            f"median of {meta.get('reps', '?')} interleaved samples{q}")
+            f"median of up to {meta.get('reps', '?')} interleaved samples{q}")
 
 
 def scaling_plot(meta, rows, section, xlabel, xfmt, fname, what):

@@ -110,10 +110,31 @@ inline std::size_t bytes_of(E... extents) {
   return n;
 }
 
+// ---- Wrapping memory in unmanaged Views ----------------------------------------------------
+
+/// An unmanaged View over `p`, built as kbuf builds its temporaries: from the pointer and an
+/// array layout on Kokkos 3, whose pointer-and-extents constructor also builds and destroys a
+/// std::string label for a rank check (about 47 instructions), and from the pointer and the
+/// extents on Kokkos 4, where both cost the same. Every strategy here that wraps memory itself
+/// uses it, so they differ only in how they get the memory; the floor-extents strategy shows
+/// what View(ptr, extents...) costs instead.
+template <class V, class... E>
+KOKKOS_FORCEINLINE_FUNCTION V wrap(void* p, E... extents) {
+  using P = typename V::pointer_type;
+#if KOKKOS_VERSION < 40000
+  return V(static_cast<P>(p), typename V::array_layout(static_cast<std::size_t>(extents)...));
+#else
+  return V(static_cast<P>(p), static_cast<std::size_t>(extents)...);
+#endif
+}
+
 // ---- The strategies -------------------------------------------------------------------------
 
 /// The floor: the same unmanaged Views over a fixed array at precomputed addresses. No
-/// bookkeeping at all: the address of slot i is one load from a table.
+/// bookkeeping at all: the address of slot i is one load from a table. The Views are built by
+/// wrap() (ViaExtents = false) or as View(ptr, extents...), as user code usually writes it
+/// (ViaExtents = true; the same cost on Kokkos 4).
+template <bool ViaExtents>
 class FloorPolicy {
  public:
   template <class D, class L>
@@ -138,8 +159,13 @@ class FloorPolicy {
   void end(Mark&) {}
   template <class D, class L, class... E>
   view_t<D, L> make(std::size_t slot, E... extents) {
-    using P = typename view_t<D, L>::pointer_type;
-    return view_t<D, L>(reinterpret_cast<P>(table_[slot]), static_cast<std::size_t>(extents)...);
+    using V = view_t<D, L>;
+    if constexpr (ViaExtents) {
+      using P = typename V::pointer_type;
+      return V(reinterpret_cast<P>(table_[slot]), static_cast<std::size_t>(extents)...);
+    } else {
+      return wrap<V>(table_[slot], extents...);
+    }
   }
   template <class V>
   void release_slots(V*, std::size_t) {}
@@ -228,10 +254,9 @@ class KokkosMallocPolicy {
   }
   template <class D, class L, class... E>
   view_t<D, L> make(std::size_t, E... extents) {
-    using P = typename view_t<D, L>::pointer_type;
     void* p = Kokkos::kokkos_malloc<memory_space>("tmp", bytes_of<D>(extents...));
     live_.push_back(p);
-    return view_t<D, L>(static_cast<P>(p), static_cast<std::size_t>(extents)...);
+    return wrap<view_t<D, L>>(p, extents...);
   }
   template <class V>
   void release_slots(V*, std::size_t) {}
@@ -258,12 +283,11 @@ class BumpPolicy {
   void end(Mark& m) { used_ = m; }
   template <class D, class L, class... E>
   view_t<D, L> make(std::size_t, E... extents) {
-    using P = typename view_t<D, L>::pointer_type;
     const std::size_t start = align_up(used_, temp_alignment);
     const std::size_t end = start + bytes_of<D>(extents...);
     if (end > capacity_) std::abort();  // the benchmark sizes the arena for every round
     used_ = end;
-    return view_t<D, L>(reinterpret_cast<P>(base_ + start), static_cast<std::size_t>(extents)...);
+    return wrap<view_t<D, L>>(base_ + start, extents...);
   }
   template <class V>
   void release_slots(V*, std::size_t) {}
@@ -288,9 +312,8 @@ class PmrPolicy {
   void end(Mark&) { resource_.release(); }
   template <class D, class L, class... E>
   view_t<D, L> make(std::size_t, E... extents) {
-    using P = typename view_t<D, L>::pointer_type;
     void* p = resource_.allocate(bytes_of<D>(extents...), temp_alignment);
-    return view_t<D, L>(static_cast<P>(p), static_cast<std::size_t>(extents)...);
+    return wrap<view_t<D, L>>(p, extents...);
   }
   template <class V>
   void release_slots(V*, std::size_t) {}
