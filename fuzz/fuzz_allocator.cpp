@@ -687,7 +687,11 @@ class World {
              nbytes, " bytes, regrowth to ", new_capacity, "): ", g.what);
       const std::string diff = differences(before, observe(m.alloc));
       FCHECK(diff.empty(), "a refused allocate (out_of_memory: ", g.what, ") changed ", diff);
-      if (regrow && m.capacity != 0) ++m.stats.fences;  // fenced before it found no memory
+      // A failed regrowth has fenced before it found no memory; a request's fallback that
+      // fails first leaves the regrowth (and its fence) for later.
+      const std::size_t fenced = m.alloc.statistics().fences - before.s.fences;
+      FCHECK(fenced == 0 || (fenced == 1 && regrow && m.capacity != 0), "fences: ", fenced);
+      m.stats.fences += fenced;
       return 2;
     }
     FCHECK(!must_fail, "a request that cannot be had succeeded: ", nbytes, " bytes");
