@@ -12,6 +12,7 @@
 #include "tool_recorder.hpp"
 
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 
 namespace {
@@ -54,13 +55,22 @@ std::size_t fences_outside_frees(const ToolRecorder& rec) {
   });
 }
 
-/// Kokkos 4.x fences the whole host before every HostSpace free: say so, do not hide it.
-void report_kokkos_free_fences(const ToolRecorder& rec, const char* what) {
-  const std::size_t i = rec.first(kbuf_test::is_fence_inside_a_free);
-  if (i != rec.events().size()) {
-    MESSAGE(what << ": Kokkos itself fenced " << rec.count(kbuf_test::is_fence_inside_a_free)
-                 << " time(s) inside its frees (\"" << rec.events()[i].name << "\")");
+/// Kokkos 4.x fences the whole host before every HostSpace free: say so, do not hide it. With
+/// KBUF_TEST_REPORT_EVENTS set in the environment, lists every event (scripts/gpu-check.sh
+/// reports them).
+void report_events(const ToolRecorder& rec, const char* what) {
+  std::string message = what;
+  if (std::getenv("KBUF_TEST_REPORT_EVENTS") != nullptr) {
+    message += ": " + std::to_string(rec.events().size()) + " events\n" + rec.describe();
+  } else if (rec.first(kbuf_test::is_fence_inside_a_free) != rec.events().size()) {
+    message += ": Kokkos itself fenced " +
+               std::to_string(rec.count(kbuf_test::is_fence_inside_a_free)) +
+               " time(s) inside its frees (\"" +
+               rec.events()[rec.first(kbuf_test::is_fence_inside_a_free)].name + "\")";
+  } else {
+    return;
   }
+  MESSAGE(message);
 }
 
 }  // namespace
@@ -90,6 +100,7 @@ TEST_CASE("an allocator bound to an instance takes its buffer uninitialised and 
     CHECK(rec.count(ToolEvent::kernel) == 0);  // no initialisation kernel, no memset
     CHECK(fences_outside_frees(rec) == 0);
     CHECK(alloc.statistics().fences == 0);
+    report_events(rec, "construction with a 64 KiB buffer");
     rec.clear();
   }
 }
@@ -115,6 +126,7 @@ TEST_CASE("allocating and resetting fitting temporaries issues no fence, allocat
     alloc.reset();
   }
   INFO(rec.describe());
+  report_events(rec, "1000 rounds of allocate/checkpoint/reset/scope that fit");
   CHECK(rec.events().empty());
   const auto after = alloc.statistics();
   CHECK(after.fences == before.fences);
@@ -139,11 +151,13 @@ TEST_CASE(
     CHECK(rec.events()[rec.first(is_allocation)].name == "kbuf-test::fallback");
     CHECK(rec.count(ToolEvent::kernel) == 0);
     CHECK(fences_outside_frees(rec) == 0);
+    report_events(rec, "allocating a fallback");
   }
   rec.clear();
   const auto fences_before = alloc.statistics().fences;
   alloc.reset(cp);
   INFO(rec.describe());
+  report_events(rec, "a reset that frees a fallback");
   CHECK(alloc.statistics().fences == fences_before + 1);
   CHECK(rec.count(is_deallocation) == 1);
   if (fences_observable()) {
@@ -152,7 +166,6 @@ TEST_CASE(
     CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
     CHECK(rec.unexplained_global_fences() == 0);
     CHECK(fences_outside_frees(rec) == 1);
-    report_kokkos_free_fences(rec, "freeing a fallback");
   }
 }
 
@@ -168,6 +181,7 @@ TEST_CASE("regrowth fences the own instance once, frees the old buffer, then tak
   const auto fences_before = alloc.statistics().fences;
   auto t = alloc.allocate<double*>(big_count);  // regrows first, then carves
   INFO(rec.describe());
+  report_events(rec, "an allocate that regrows the buffer");
   CHECK(alloc.statistics().regrows == 1);
   CHECK(alloc.live_fallbacks() == 0);
   CHECK(alloc.statistics().fences == fences_before + 1);
@@ -181,7 +195,6 @@ TEST_CASE("regrowth fences the own instance once, frees the old buffer, then tak
     CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
     CHECK(rec.unexplained_global_fences() == 0);
     CHECK(fences_outside_frees(rec) == 1);
-    report_kokkos_free_fences(rec, "regrowth");
   }
   (void)t;
   rec.clear();
@@ -204,6 +217,7 @@ TEST_CASE("destruction fences the own instance once, then frees the buffer and f
     rec.clear();
   }
   INFO(rec.describe());
+  report_events(rec, "destruction with a live fallback");
   CHECK(rec.count(is_deallocation) == 2);
   CHECK(rec.count(is_allocation) == 0);
   if (fences_observable()) {
@@ -211,7 +225,6 @@ TEST_CASE("destruction fences the own instance once, then frees the buffer and f
     CHECK(rec.kbuf_fences_of(exec) == 1);
     CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
     CHECK(rec.unexplained_global_fences() == 0);
-    report_kokkos_free_fences(rec, "destruction");
   }
 }
 
@@ -231,6 +244,7 @@ TEST_CASE("resize fences the own instance once before it frees the buffer") {
   CHECK(rec.events().empty());
   alloc.resize(8192);
   INFO(rec.describe());
+  report_events(rec, "resize");
   CHECK(alloc.capacity() == 8192);
   CHECK(alloc.statistics().fences == 1);
   CHECK(rec.count(is_deallocation) == 1);
@@ -276,6 +290,7 @@ TEST_CASE("reset(checkpoint, other) fences the other instance, and the own one o
     ToolRecorder rec;
     alloc.reset(cp, other);
     INFO(rec.describe());
+    report_events(rec, "reset(cp, other) of temporaries in the buffer");
     CHECK(alloc.empty());
     CHECK(alloc.statistics().fences == 0);  // the own instance was not fenced
     CHECK(rec.count(ToolEvent::allocation) + rec.count(ToolEvent::deallocation) == 0);
@@ -294,6 +309,7 @@ TEST_CASE("reset(checkpoint, other) fences the other instance, and the own one o
     ToolRecorder rec;
     alloc.reset(cp, other);
     INFO(rec.describe());
+    report_events(rec, "reset(cp, other) that frees a fallback");
     CHECK(alloc.statistics().fences == 1);
     CHECK(rec.count(is_deallocation) == 1);
     if (fences_observable()) {
@@ -330,6 +346,7 @@ TEST_CASE("allocators on two instances fence only their own instance") {
   ToolRecorder rec;
   a.reset(cp_a);
   INFO(rec.describe());
+  report_events(rec, "two instances: allocator a frees its fallback");
   CHECK(a.statistics().fences == 1);
   CHECK(b.statistics().fences == 0);
   CHECK(b.live_fallbacks() == 1);
