@@ -11,11 +11,11 @@
 namespace kbuf_bench {
 
 struct Options {
-  bool quick = false;           // a few seconds in all: the CI smoke test
-  TimingOptions timing;         // repetitions, sample length
-  std::string csv_path;         // --csv FILE
+  bool quick = false;    // a few seconds in all: the CI smoke test
+  TimingOptions timing;  // repetitions, sample length
+  std::string csv_path;  // --csv FILE
   std::string sections = "round,pair,live,size,warmup,tensor";
-  std::size_t max_live = 4096;  // largest live count in the live-count scaling
+  std::size_t max_live = 4096;                   // largest live count in the live-count scaling
   std::size_t max_size = std::size_t{64} << 20;  // largest temporary in the size scaling
   std::size_t tensor_max_d = 128;                // largest bond dimension end to end
   // --profile SECTION:STRATEGY:ROUNDS runs exactly ROUNDS untimed rounds of one strategy of the

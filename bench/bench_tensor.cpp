@@ -36,10 +36,11 @@ struct TensorRunner {
 
 void section_tensor(Context& c) {
   const std::size_t phys = 2;
-  std::printf("\n== tensor: kbuf_tensor's two-site environment network (HRAA then E; 6 pairwise "
-              "permute+GEMM contractions,\n   7 temporaries), double, d = %zu: time per network "
-              "contraction ==\n",
-              phys);
+  std::printf(
+      "\n== tensor: kbuf_tensor's two-site environment network (HRAA then E; 6 pairwise "
+      "permute+GEMM contractions,\n   7 temporaries), double, d = %zu: time per network "
+      "contraction ==\n",
+      phys);
   std::printf("  %-5s %12s %12s %12s %9s %9s %12s %10s %4s\n", "D", "kbuf us", "noinit us",
               "init us", "noinit/kb", "init/kb", "saved/temp", "capacity", "fb");
   // Samples of one network at large D last milliseconds: timing.max_seconds bounds them.
@@ -85,8 +86,7 @@ void section_tensor(Context& c) {
     const double temps = 7.0;
     std::printf("  %-5zu %12.2f %12.2f %12.2f %9.3f %9.3f %10.0f ns %10zu %4zu\n", bond,
                 sk.median * 1e-3, sn.median * 1e-3, si.median * 1e-3, sn.median / sk.median,
-                si.median / sk.median, (sn.median - sk.median) / temps, kb.alloc->capacity(),
-                late);
+                si.median / sk.median, (sn.median - sk.median) / temps, kb.alloc->capacity(), late);
     const double scale = std::abs(kb.energy) > 0 ? std::abs(kb.energy) : 1.0;
     if (std::abs(kb.energy - noinit.energy) > 1e-10 * scale ||
         std::abs(kb.energy - init.energy) > 1e-10 * scale) {
@@ -102,15 +102,17 @@ void section_tensor(Context& c) {
     c.csv.flush();
     std::fflush(stdout);
   }
-  std::printf("  (ns figures in the CSV are per network contraction; saved/temp = (noinit - "
-              "kbuf) / 7 temporaries)\n");
+  std::printf(
+      "  (ns figures in the CSV are per network contraction; saved/temp = (noinit - "
+      "kbuf) / 7 temporaries)\n");
 }
 
 #else
 
 void section_tensor(Context&) {
-  std::printf("\n== tensor: skipped (this build has no kbuf_tensor: configure with "
-              "KBUF_ENABLE_KERNELS=ON) ==\n");
+  std::printf(
+      "\n== tensor: skipped (this build has no kbuf_tensor: configure with "
+      "KBUF_ENABLE_KERNELS=ON) ==\n");
 }
 
 #endif

@@ -95,13 +95,13 @@ struct Strategy {
 };
 
 struct TimingOptions {
-  std::size_t repetitions = 101;      // samples per strategy
-  double min_sample_seconds = 2e-4;   // each sample runs at least this long (after calibration):
-                                      // short samples are rarely preempted on a shared machine
-  std::size_t warmup_rounds = 3;      // untimed rounds per strategy before calibration
-  double max_seconds = 1.0;           // per strategy and figure: a strategy whose samples are
-                                      // long (a 64 MiB zero-fill) stops after this long, with
-                                      // at least min_repetitions samples
+  std::size_t repetitions = 101;     // samples per strategy
+  double min_sample_seconds = 2e-4;  // each sample runs at least this long (after calibration):
+                                     // short samples are rarely preempted on a shared machine
+  std::size_t warmup_rounds = 3;     // untimed rounds per strategy before calibration
+  double max_seconds = 1.0;          // per strategy and figure: a strategy whose samples are
+                                     // long (a 64 MiB zero-fill) stops after this long, with
+                                     // at least min_repetitions samples
   std::size_t min_repetitions = 11;
 };
 

@@ -126,8 +126,9 @@ void csv_strategies(Context& c, const char* section, const std::string& workload
 // ---- Section: the realistic round ------------------------------------------------------------
 
 void section_round(Context& c) {
-  std::printf("\n== round: a scope, 8 temporaries (ranks 1-4, 64 B - 1 MiB), each touched once, "
-              "released together ==\n");
+  std::printf(
+      "\n== round: a scope, 8 temporaries (ranks 1-4, 64 B - 1 MiB), each touched once, "
+      "released together ==\n");
   // Everything the timed loops read lives on the heap, whose layout is the same in every run:
   // stack addresses move with the environment and ASLR, and with them 4 KiB-aliasing stalls
   // between a round's loads and its touches, which made figures differ from run to run.
@@ -172,10 +173,11 @@ void section_round(Context& c) {
 
   std::printf("  ns per temporary; p10/p90/min/max over the interleaved samples\n");
   print_strategy_table(st, "kbuf");
-  std::printf("  kbuf: %zu fallbacks in round 1 (empty allocator), %zu in the %zu rounds after; "
-              "capacity %zu B, high-water mark %zu B\n",
-              first_fallbacks, late, alloc.statistics().resets - 1, alloc.capacity(),
-              alloc.high_water_mark());
+  std::printf(
+      "  kbuf: %zu fallbacks in round 1 (empty allocator), %zu in the %zu rounds after; "
+      "capacity %zu B, high-water mark %zu B\n",
+      first_fallbacks, late, alloc.statistics().resets - 1, alloc.capacity(),
+      alloc.high_water_mark());
   csv_strategies(c, "round", "mixed8", 8, st, "kbuf");
   c.round_kbuf = summarize(find(st, "kbuf")->ns_per_temp);
   c.round_floor = summarize(find(st, "floor")->ns_per_temp);
@@ -196,7 +198,7 @@ struct Slots {
 
 /// kbuf on an un-warmed allocator: before each measured pair of rounds, `resize` brings it back
 /// to `initial_capacity` bytes with its high-water mark lowered to that (what a fresh allocator
-/// of that size is), and its buffer's pages are faulted in, untimed. Round 1 then shows the
+/// of that size is), and a new buffer's pages are faulted in, untimed. Round 1 then shows the
 /// fallbacks an un-warmed allocator needs and what they cost; round 2 (with the regrowth it
 /// triggers) shows that one warm-up removes them. Rounds are timed one by one, so the clock's
 /// own overhead (measured) is subtracted.
@@ -226,14 +228,20 @@ ColdResult measure_cold(Context& c, const UniformShape& s_in, std::size_t initia
       std::max(min_samples, std::min<std::size_t>(c.opt.quick ? 16 : 1024, 4096 / s.count));
   const auto alloc_ptr = std::make_unique<Allocator>(initial_capacity);
   Allocator& alloc = *alloc_ptr;
+  Kokkos::deep_copy(alloc.buffer(), static_cast<unsigned char>(0));
   const auto p_ptr = std::make_unique<KbufPolicy<true>>(alloc);
   KbufPolicy<true>& p = *p_ptr;
   std::vector<double> first, second;
   const auto start = clock_type::now();
   for (std::size_t i = 0; i < samples; ++i) {
     if (i >= min_samples && seconds_since(start) > c.opt.timing.max_seconds) break;
+    const void* old_buffer = alloc.buffer().data();
     alloc.resize(initial_capacity);
-    Kokkos::deep_copy(alloc.buffer(), static_cast<unsigned char>(0));
+    // A new buffer's pages are faulted in (untimed): "un-warmed" means the allocator has not
+    // seen the workload, not that the operating system has not mapped its memory yet.
+    if (alloc.buffer().data() != old_buffer) {
+      Kokkos::deep_copy(alloc.buffer(), static_cast<unsigned char>(0));
+    }
     for (int round = 0; round < 2; ++round) {
       const std::size_t f0 = alloc.statistics().fallbacks;
       fence();
@@ -312,8 +320,9 @@ void section_pair(Context& c) {
   std::size_t late = 0;
   const auto st = measure_uniform(c, "pair", UniformShape{1, 64}, true, &late);
   if (st.empty()) return;
-  std::printf("  ns per temporary; kbuf = checkpoint()/allocate/reset(cp), kbuf-scope = "
-              "scope()/allocate/~Scope\n");
+  std::printf(
+      "  ns per temporary; kbuf = checkpoint()/allocate/reset(cp), kbuf-scope = "
+      "scope()/allocate/~Scope\n");
   print_strategy_table(st, "kbuf");
   std::printf("  kbuf: %zu fallbacks after round 1\n", late);
   csv_strategies(c, "pair", "double64", 1, st, "kbuf");
@@ -332,9 +341,10 @@ struct ScalingRow {
 void print_scaling(const std::vector<ScalingRow>& rows, const char* xname,
                    std::size_t initial_capacity) {
   if (rows.empty()) return;
-  std::printf("  median ns per temporary; 'kbuf 1st' = round 1 on a fresh allocator of %s "
-              "(fb1/fb2: its fallbacks in rounds 1 and 2)\n",
-              bytes_label(initial_capacity).c_str());
+  std::printf(
+      "  median ns per temporary; 'kbuf 1st' = round 1 on a fresh allocator of %s "
+      "(fb1/fb2: its fallbacks in rounds 1 and 2)\n",
+      bytes_label(initial_capacity).c_str());
   std::printf("  %-9s", xname);
   for (const auto& s : rows.front().st) std::printf(" %14s", s.name.c_str());
   std::printf(" %10s %6s %4s %8s\n", "kbuf 1st", "fb1", "fb2", "late fb");
@@ -362,8 +372,8 @@ void csv_scaling(Context& c, const char* section, const char* workload,
     const double k = summarize(find(r.st, "kbuf")->ns_per_temp).median;
     c.csv.row(section, workload, r.x, "kbuf-first-round", r.cold.first, r.cold.first.median / k,
               static_cast<long long>(r.cold.fallbacks_first), -1);
-    c.csv.row(section, workload, r.x, "kbuf-second-round", r.cold.second,
-              r.cold.second.median / k, static_cast<long long>(r.cold.fallbacks_second),
+    c.csv.row(section, workload, r.x, "kbuf-second-round", r.cold.second, r.cold.second.median / k,
+              static_cast<long long>(r.cold.fallbacks_second),
               static_cast<long long>(r.cold.capacity_after));
   }
   c.csv.flush();
@@ -371,7 +381,8 @@ void csv_scaling(Context& c, const char* section, const char* workload,
 
 void section_live(Context& c) {
   const std::size_t cold_capacity = std::size_t{64} << 10;
-  std::printf("\n== live: N temporaries of 512 B (64 doubles) live at once, released together ==\n");
+  std::printf(
+      "\n== live: N temporaries of 512 B (64 doubles) live at once, released together ==\n");
   std::vector<ScalingRow> rows;
   for (std::size_t count = 1; count <= c.opt.max_live; count *= 4) {
     ScalingRow r;
@@ -413,9 +424,10 @@ void section_size(Context& c) {
 
 void section_warmup(Context& c) {
   std::printf("\n== warmup: rounds until zero fallbacks, from an empty allocator ==\n");
-  std::printf("  kbuf: high-water mark = peak need, fallbacks included. TO-model: the "
-              "TensorOperations-style mark\n  (peak of carved offset + request; a fallback does "
-              "not advance the offset, so it is forgotten).\n");
+  std::printf(
+      "  kbuf: high-water mark = peak need, fallbacks included. TO-model: the "
+      "TensorOperations-style mark\n  (peak of carved offset + request; a fallback does "
+      "not advance the offset, so it is forgotten).\n");
   const std::size_t rounds = 10;
   std::printf("  %-18s %-6s %s\n", "workload", "", "fallbacks in rounds 1..10 | capacity after");
   for (const Workload& w : warmup_workloads()) {
@@ -464,35 +476,38 @@ void print_header(const Context& c) {
 #endif
   );
 #endif
-  std::printf("  up to %zu samples per figure (at least %zu, or until %.1f s), strategies "
-              "interleaved (order rotated per\n  repetition), each sample >= %.2f ms of rounds%s\n",
-              c.opt.timing.repetitions, std::min(c.opt.timing.min_repetitions,
-                                                 c.opt.timing.repetitions),
-              c.opt.timing.max_seconds, c.opt.timing.min_sample_seconds * 1e3,
-              c.opt.quick ? "; --quick: a smoke run, figures are not meaningful" : "");
+  std::printf(
+      "  up to %zu samples per figure (at least %zu, or until %.1f s), strategies "
+      "interleaved (order rotated per\n  repetition), each sample >= %.2f ms of rounds%s\n",
+      c.opt.timing.repetitions, std::min(c.opt.timing.min_repetitions, c.opt.timing.repetitions),
+      c.opt.timing.max_seconds, c.opt.timing.min_sample_seconds * 1e3,
+      c.opt.quick ? "; --quick: a smoke run, figures are not meaningful" : "");
   if (KBUF_ENABLE_DEBUG) {
-    std::printf("  WARNING: kbuf's debug checks are on (KBUF_ENABLE_DEBUG): figures are not "
-                "kbuf's release costs\n");
+    std::printf(
+        "  WARNING: kbuf's debug checks are on (KBUF_ENABLE_DEBUG): figures are not "
+        "kbuf's release costs\n");
   }
 }
 
 void print_summary(const Context& c) {
   std::printf("\n== summary ==\n");
   if (c.have_round) {
-    const Summary &k = c.round_kbuf, &f = c.round_floor, &n = c.round_noinit,
-                  &m = c.round_managed, &b = c.round_bump;
+    const Summary &k = c.round_kbuf, &f = c.round_floor, &n = c.round_noinit, &m = c.round_managed,
+                  &b = c.round_bump;
     std::printf("  round of 8, ns per temporary, median (min):\n");
-    std::printf("    kbuf %.2f (%.2f) = %.2fx (%.2fx) the floor %.2f (%.2f); bare bump %.2f (%.2f) "
-                "= %.2fx (%.2fx) the floor\n",
-                k.median, k.min, k.median / f.median, k.min / f.min, f.median, f.min, b.median,
-                b.min, b.median / f.median, b.min / f.min);
+    std::printf(
+        "    kbuf %.2f (%.2f) = %.2fx (%.2fx) the floor %.2f (%.2f); bare bump %.2f (%.2f) "
+        "= %.2fx (%.2fx) the floor\n",
+        k.median, k.min, k.median / f.median, k.min / f.min, f.median, f.min, b.median, b.min,
+        b.median / f.median, b.min / f.min);
     const Summary& fe = c.round_floor_extents;
     std::printf("    kbuf = %.2fx (%.2fx) the floor built as View(ptr, extents...), %.2f (%.2f)\n",
                 k.median / fe.median, k.min / fe.min, fe.median, fe.min);
-    std::printf("    managed-noinit %.1f (%.1f) = %.1fx (%.1fx) kbuf; managed %.1f (%.1f) = %.0fx "
-                "(%.0fx) kbuf\n",
-                n.median, n.min, n.median / k.median, n.min / k.min, m.median, m.min,
-                m.median / k.median, m.min / k.min);
+    std::printf(
+        "    managed-noinit %.1f (%.1f) = %.1fx (%.1fx) kbuf; managed %.1f (%.1f) = %.0fx "
+        "(%.0fx) kbuf\n",
+        n.median, n.min, n.median / k.median, n.min / k.min, m.median, m.min, m.median / k.median,
+        m.min / k.min);
   }
   std::printf("  kbuf fallbacks after the first round of a repeated workload: %zu%s\n",
               c.late_fallbacks, c.late_fallbacks == 0 ? "" : "  <-- FAILURE");

@@ -40,8 +40,7 @@ using Allocator = kbuf::BufferAllocator<memory_space>;
 
 /// True when the host can write the temporaries directly (Serial builds); otherwise every touch
 /// is a one-thread kernel on the default instance.
-constexpr bool host_space =
-    Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
+constexpr bool host_space = Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
 
 /// Alignment every strategy that places temporaries itself uses: kbuf's default for the space.
 constexpr std::size_t temp_alignment = Allocator::default_alignment;
@@ -51,7 +50,9 @@ using unmanaged_view = Kokkos::View<D, L, memory_space, Kokkos::MemoryUnmanaged>
 template <class D, class L>
 using managed_view = Kokkos::View<D, L, memory_space>;
 
-constexpr std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+constexpr std::size_t align_up(std::size_t n, std::size_t a) {
+  return (n + a - 1) / a * a;
+}
 
 // ---- Touching a temporary -------------------------------------------------------------------
 
@@ -114,7 +115,7 @@ inline std::size_t bytes_of(E... extents) {
 
 /// An unmanaged View over `p`, built as kbuf builds its temporaries: from the pointer and an
 /// array layout on Kokkos 3, whose pointer-and-extents constructor also builds and destroys a
-/// std::string label for a rank check (about 47 instructions), and from the pointer and the
+/// std::string label for a rank check (about 70 instructions), and from the pointer and the
 /// extents on Kokkos 4, where both cost the same. Every strategy here that wraps memory itself
 /// uses it, so they differ only in how they get the memory; the floor-extents strategy shows
 /// what View(ptr, extents...) costs instead.
@@ -329,14 +330,14 @@ class PmrPolicy {
 /// value types, 64 B to 1 MiB. Extents live in memory so the compiler cannot fold them.
 struct MixedShapes {
   std::size_t e[8][4] = {
-      {2, 0, 0, 0},        // double*[4]                       64 B
-      {32, 16, 0, 0},      // float**, LayoutLeft              2 KiB
-      {8, 16, 16, 0},      // double***                        16 KiB
-      {64, 64, 0, 0},      // Kokkos::complex<double>**        64 KiB
-      {1000, 0, 0, 0},     // int*                             4000 B
-      {8, 8, 8, 8},        // double****, LayoutLeft           32 KiB
-      {128, 1024, 0, 0},   // double**                         1 MiB
-      {16, 32, 128, 0},    // float***, LayoutLeft             256 KiB
+      {2, 0, 0, 0},       // double*[4]                       64 B
+      {32, 16, 0, 0},     // float**, LayoutLeft              2 KiB
+      {8, 16, 16, 0},     // double***                        16 KiB
+      {64, 64, 0, 0},     // Kokkos::complex<double>**        64 KiB
+      {1000, 0, 0, 0},    // int*                             4000 B
+      {8, 8, 8, 8},       // double****, LayoutLeft           32 KiB
+      {128, 1024, 0, 0},  // double**                         1 MiB
+      {16, 32, 128, 0},   // float***, LayoutLeft             256 KiB
   };
   static std::vector<std::size_t> slot_bytes() {
     return {64, 2048, 16384, 65536, 4000, 32768, 1048576, 262144};
@@ -377,8 +378,8 @@ struct UniformShape {
 };
 
 template <class P>
-KBUF_BENCH_NOINLINE void uniform_round(P& p, const UniformShape& s,
-                   typename P::template view_t<double*, Kokkos::LayoutRight>* slots) {
+KBUF_BENCH_NOINLINE void uniform_round(
+    P& p, const UniformShape& s, typename P::template view_t<double*, Kokkos::LayoutRight>* slots) {
   auto mark = p.begin();
   const std::size_t count = s.count;
   for (std::size_t i = 0; i < count; ++i) {
@@ -390,7 +391,9 @@ KBUF_BENCH_NOINLINE void uniform_round(P& p, const UniformShape& s,
 }
 
 /// Waits for the device work of the rounds (a no-op wait on the host).
-inline void fence() { execution_space().fence(); }
+inline void fence() {
+  execution_space().fence();
+}
 
 }  // namespace kbuf_bench
 

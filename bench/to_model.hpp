@@ -101,9 +101,10 @@ inline std::vector<Workload> warmup_workloads() {
   }
   {  // pairwise contractions: each step keeps its result and frees its two permuted operands
     Workload x{"contraction-chain", {}};
-    const std::size_t steps[4][3] = {
-        {32 * K, 16 * K, 16 * K}, {128 * K, 32 * K, 64 * K},
-        {64 * K, 128 * K, 64 * K}, {16 * K, 64 * K, 16 * K}};
+    const std::size_t steps[4][3] = {{32 * K, 16 * K, 16 * K},
+                                     {128 * K, 32 * K, 64 * K},
+                                     {64 * K, 128 * K, 64 * K},
+                                     {16 * K, 64 * K, 16 * K}};
     for (const auto& s : steps) {
       x.ops.push_back(a(s[0]));
       x.ops.push_back(push);
