@@ -20,8 +20,7 @@ _KOKKOS_AMDGPU_TARGETS = tuple(Kokkos.amdgpu_arch_map)
 class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     """kbuf: a header-only buffer allocator for the temporaries of Kokkos applications.
 
-    Short-lived scratch views are carved out of one pre-allocated Kokkos buffer instead of
-    going through Kokkos' allocation path (cudaMalloc/hipMalloc) every time."""
+    Short-lived scratch views are carved out of one pre-allocated Kokkos buffer."""
 
     homepage = "https://git.example.org/your-org/kbuf"
     git = "https://git.example.org/your-org/kbuf.git"
@@ -101,11 +100,8 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
 
     # kbuf's CMake does find_package(Kokkos 3.4); Kokkos' CMake config must be usable from C++17.
     depends_on("kokkos@3.4.01:")
-    for _std in ("11", "14"):
-        conflicts(
-            f"^kokkos cxxstd={_std}",
-            msg="kbuf needs C++17: build Kokkos with cxxstd=17 or newer",
-        )
+    # (cxxstd=11 is refused by the Kokkos recipe itself; 14 is still possible for Kokkos 3.)
+    conflicts("^kokkos cxxstd=14", msg="kbuf needs C++17: build Kokkos with cxxstd=17 or newer")
 
     # The Spack variants select KBUF_BACKEND, and Kokkos must provide exactly that backend:
     #  - Serial (neither +cuda nor +rocm): a host-only Kokkos. A CUDA/HIP Kokkos cannot be
@@ -119,7 +115,11 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     for _arch in _KOKKOS_AMDGPU_TARGETS:
         depends_on(f"kokkos+rocm amdgpu_target={_arch}", when=f"+rocm amdgpu_target={_arch}")
     # kbuf launches device lambdas; Kokkos 5 always enables them (the variant is gone there).
-    depends_on("kokkos+cuda_lambda", when="+cuda ^kokkos@:4")
+    requires(
+        "^kokkos+cuda_lambda",
+        when="+cuda ^kokkos@:4",
+        msg="kbuf+cuda launches device lambdas: Kokkos 4 and older need kokkos+cuda_lambda",
+    )
     requires(
         "^kokkos+wrapper",
         when="+cuda",
@@ -149,11 +149,23 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     # The install-test consumer project, copied at install time for `spack test run`.
     consumer_src = join_path("tests", "install", "consumer")
 
+    def _nvcc_wrapper(self) -> str:
+        """Kokkos' nvcc_wrapper (kokkos+cuda+wrapper)."""
+        kokkos = self.spec["kokkos"]
+        if kokkos.external:
+            # An external spec has no kokkos-nvcc-wrapper node; Kokkos installs the wrapper in bin.
+            return join_path(kokkos.prefix.bin, "nvcc_wrapper")
+        return self["kokkos"].kokkos_cxx
+
     def _cxx_compiler(self) -> str:
         """The C++ compiler Kokkos code must be compiled with (the one Kokkos was built with)."""
+        if self.spec.satisfies("+cuda"):
+            return self._nvcc_wrapper()
         if self.spec.satisfies("+rocm"):
             return self.spec["hip"].hipcc
-        return self["kokkos"].kokkos_cxx
+        # Host-only Kokkos: this package's own C++ compiler (through Spack's wrapper). Not
+        # Kokkos.kokkos_cxx, which needs globals an external Kokkos does not get.
+        return spack_cxx
 
     def cmake_args(self):
         spec = self.spec
@@ -190,12 +202,13 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             raise SkipTest(f"{src}/CMakeLists.txt is missing")
 
         spec = self.spec
+        env = {}
         if spec.satisfies("+cuda"):
-            cxx = self["kokkos"].kokkos_cxx
-            # nvcc_wrapper forwards host code to this compiler (as in Kokkos' own build).
-            os.environ["NVCC_WRAPPER_DEFAULT_COMPILER"] = self["cxx"].cxx
+            cxx = self._nvcc_wrapper()
+            # nvcc_wrapper hands host code to this compiler, as in Kokkos' own build.
+            env["NVCC_WRAPPER_DEFAULT_COMPILER"] = self["cxx"].cxx
         elif spec.satisfies("+rocm"):
-            cxx = spec["hip"].hipcc
+            cxx = join_path(spec["hip"].prefix.bin, "hipcc")
         else:
             cxx = self["cxx"].cxx
 
@@ -214,8 +227,9 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
                 self.define("CMAKE_PREFIX_PATH", ";".join(get_cmake_prefix_path(self))),
                 self.define("kbuf_ROOT", self.prefix),
                 self.define("Kokkos_ROOT", spec["kokkos"].prefix),
+                extra_env=env,
             )
-            cmake("--build", build_dir)
+            cmake("--build", build_dir, extra_env=env)
 
         with test_part(self, "test_consumer_run", purpose="run kbuf-consumer"):
             found = find(build_dir, "kbuf-consumer", recursive=True)
