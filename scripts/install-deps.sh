@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(g++ make cmake libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev doctest-dev
-          libbenchmark-dev python3)
+          python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
