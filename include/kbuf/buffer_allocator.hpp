@@ -531,12 +531,12 @@ class BufferAllocator final {
   // Allocates `nbytes` (for a request of `requested` bytes) without initialisation on exec_.
   raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call,
                         std::size_t requested) {
-    // No object is larger than PTRDIFF_MAX; Kokkos would take SIZE_MAX for "no extent" and
-    // abort, or overflow adding its header.
-    if (KBUF_IMPL_UNLIKELY(nbytes > static_cast<std::size_t>(PTRDIFF_MAX))) {
+    // 2^62 bytes is beyond every address space. Larger sizes must not reach Kokkos: it takes
+    // SIZE_MAX for "no extent" and aborts, and its header arithmetic can overflow.
+    if (KBUF_IMPL_UNLIKELY(nbytes > (std::size_t{1} << 62))) {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", requested,
                     " bytes (", nbytes, " with alignment slack) in ",
-                    Impl::space_name<MemorySpace>(), ": larger than any object can be");
+                    Impl::space_name<MemorySpace>(), ": larger than any address space");
     }
     try {
       return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),

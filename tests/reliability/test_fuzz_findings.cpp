@@ -127,7 +127,8 @@ TEST_CASE("a request of nearly SIZE_MAX bytes throws out_of_memory instead of ab
     }
   };
   constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
-  for (const std::size_t n : {max, max - 63, max / 2 + 1, max / 2 - 100}) {
+  for (const std::size_t n :
+       {max, max - 63, max / 2 + 1, max / 2 - 100, (max >> 2) + 1, (max >> 2) - 4096}) {
     CAPTURE(n);
     const ChildResult r = run_in_child([&] { body(n, 64, true); });
     CHECK(r.survived());
