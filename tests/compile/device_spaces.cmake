@@ -6,15 +6,7 @@ target_link_libraries(kbuf_compile_device_spaces PRIVATE kbuf::kbuf)
 target_compile_options(kbuf_compile_device_spaces PRIVATE ${KBUF_TEST_WARNINGS})
 
 foreach(_case EXECUTION_SPACE DEVICE)
-  string(TOLOWER "${_case}" _lower)
-  add_executable(kbuf-compile-fail-${_lower} EXCLUDE_FROM_ALL device_spaces_fail.cpp)
-  target_link_libraries(kbuf-compile-fail-${_lower} PRIVATE kbuf::kbuf)
-  target_compile_definitions(kbuf-compile-fail-${_lower} PRIVATE KBUF_FAIL_${_case})
-  add_test(NAME compile.fail.${_lower}
-           COMMAND ${CMAKE_COMMAND} --build ${PROJECT_BINARY_DIR} --target kbuf-compile-fail-${_lower})
-  set_tests_properties(compile.fail.${_lower} PROPERTIES
-    PASS_REGULAR_EXPRESSION "MemorySpace must be a Kokkos memory space"
-    RESOURCE_LOCK kbuf_build_tree)
+  kbuf_add_compile_fail(${_case} device_spaces_fail.cpp "MemorySpace must be a Kokkos memory space")
 endforeach()
 # The control: the same file with no case defined compiles.
 add_executable(kbuf-compile-device-spaces-control device_spaces_fail.cpp)
