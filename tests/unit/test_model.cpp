@@ -89,7 +89,9 @@ std::vector<Op> make_program(std::mt19937_64& rng, int length, bool replayable) 
       op.type = static_cast<int>(rng() % 5);
       op.rank = 1 + static_cast<int>(rng() % 3);
       op.left = rng() % 2;
-      const long scale = pct(rng) < 10 ? 400 : 12;  // occasionally large
+      // occasionally large: up to about 1 MiB, beyond every buffer the programs start with
+      const long large = op.rank == 1 ? 40000 : op.rank == 2 ? 200 : 40;
+      const long scale = pct(rng) < 10 ? large : 12;
       for (long& e : op.extents) e = static_cast<long>(rng() % scale) + (pct(rng) < 5 ? 0 : 1);
     } else if (p < 48) {
       op.kind = OpKind::bad_allocate;
