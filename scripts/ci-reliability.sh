@@ -19,7 +19,7 @@
 #   KBUF_FUZZ_SECONDS  fuzzing time in seconds (default 60)
 #   KBUF_REL_JOBS      parallel build jobs (default: nproc)
 #   KBUF_CMAKE_ARGS    extra CMake arguments for every build (e.g. -DKokkos_ROOT=...)
-#   KBUF_ASAN_EXCLUDE  CTest regex of tests the asan stage skips (default: none).
+#   KBUF_ASAN_EXCLUDE  CTest regex of tests the asan stage skips (default: none)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
