@@ -47,24 +47,10 @@ for s in "${stages[@]}"; do
 done
 
 # ---- What each stage needs ------------------------------------------------------------------
-packages=(g++ make cmake libtrilinos-kokkos-dev doctest-dev)
-if has_stage fuzz; then packages+=(clang-14 libclang-rt-14-dev); fi
-if has_stage valgrind; then packages+=(valgrind); fi
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  say "installing ${missing[*]}"
-  as_root=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || { echo "ci-reliability: need root or sudo" >&2; exit 1; }
-    as_root=(sudo)
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${as_root[@]}" apt-get update -qq
-  "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+extra_packages=()
+if has_stage fuzz; then extra_packages+=(clang-14 libclang-rt-14-dev); fi
+if has_stage valgrind; then extra_packages+=(valgrind); fi
+scripts/install-deps.sh "${extra_packages[@]}"
 
 start_all=$SECONDS
 common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKBUF_ENABLE_BENCHMARKS=OFF "${extra_cmake[@]}")

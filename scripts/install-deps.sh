@@ -1,11 +1,17 @@
 #!/usr/bin/env bash
-# Installs what kbuf's build needs on Debian 12 when it is missing: a C++ compiler, CMake,
-# Kokkos 3.4 and Kokkos Kernels (Debian's Trilinos packages), doctest and Google Benchmark.
-# Runs apt-get as root, or through sudo.
+# Installs what kbuf's build needs on Debian 12 when it is missing, through apt-get as root or
+# through sudo:
+#   g++ make cmake python3            the toolchain (python3 runs the recipe check)
+#   libtrilinos-kokkos-dev            Kokkos 3.4.01 (Debian's Trilinos package)
+#   libtrilinos-kokkos-kernels-dev    Kokkos Kernels 3.4 (the tensor workload, demo, benchmarks)
+#   liblapack-dev libblas-dev         the liblapack.so / libblas.so that Debian's Kokkos Kernels
+#                                     names in its CMake targets but does not depend on
+#   doctest-dev                       the test framework
+# Extra package names given as arguments are installed too (the reliability stages use this).
 set -euo pipefail
 
-packages=(g++ make cmake libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev doctest-dev
-          python3)
+packages=(g++ make cmake python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
+          liblapack-dev libblas-dev doctest-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
