@@ -19,16 +19,10 @@
 #include <kbuf/config.hpp>
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/errors.hpp>
+#include <kbuf/impl/extents.hpp>
+#include <kbuf/impl/macros.hpp>
 #include <kbuf/sizes.hpp>
-
-/// Forces inlining of the allocator's hot path (GCC, Clang, nvcc's and hipcc's host compilers).
-#if defined(__GNUC__) || defined(__clang__)
-#define KBUF_IMPL_ALWAYS_INLINE __attribute__((always_inline)) inline
-#elif defined(_MSC_VER)
-#define KBUF_IMPL_ALWAYS_INLINE __forceinline
-#else
-#define KBUF_IMPL_ALWAYS_INLINE inline
-#endif
 
 namespace kbuf {
 
@@ -43,47 +37,6 @@ struct Statistics {
   std::size_t peak_used = 0;       ///< the largest `used()` seen
   std::size_t peak_live = 0;       ///< the most temporaries live at once
 };
-
-namespace Impl {
-
-/// Product of the compile-time extents of a Kokkos data type (`double*[3][4]` -> 12).
-template <class T>
-struct static_extent_product : std::integral_constant<std::size_t, 1> {};
-template <class T, std::size_t N>
-struct static_extent_product<T[N]>
-    : std::integral_constant<std::size_t, N * static_extent_product<T>::value> {};
-
-template <class E>
-constexpr bool extent_is_negative(E e) noexcept {
-  if constexpr (std::is_signed<E>::value) {
-    return e < 0;
-  } else {
-    (void)e;
-    return false;
-  }
-}
-
-/// `*out = a * b`; true on overflow.
-inline bool mul_overflow(std::size_t a, std::size_t b, std::size_t* out) noexcept {
-#if defined(__GNUC__) || defined(__clang__)
-  return __builtin_mul_overflow(a, b, out);
-#else
-  if (b != 0 && a > std::numeric_limits<std::size_t>::max() / b) return true;
-  *out = a * b;
-  return false;
-#endif
-}
-
-template <class Layout>
-constexpr bool is_contiguous_layout =
-    std::is_same<Layout, Kokkos::LayoutLeft>::value || std::is_same<Layout, Kokkos::LayoutRight>::value;
-
-template <class MemorySpace>
-const char* space_name() noexcept {
-  return MemorySpace::name();
-}
-
-}  // namespace Impl
 
 /// A buffer allocator for temporaries in the memory space `MemorySpace`.
 ///
@@ -198,11 +151,12 @@ class BufferAllocator final {
   explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
                            std::size_t alignment = default_alignment, std::string label = "kbuf")
       : exec_(exec), alignment_(alignment), label_(std::move(label)) {
-    KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: alignment = ", alignment,
-                 " is not a power of two");
+    KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: cannot make allocator '",
+                 label_, "' with alignment = ", alignment,
+                 ": the alignment must be a power of two");
     const std::size_t capacity = buffer_size(sizehint);
     grow_ids(initial_id_capacity);
-    take_buffer(capacity);
+    take_buffer(capacity, "kbuf::BufferAllocator");
   }
 
   BufferAllocator(const BufferAllocator&) = delete;
@@ -248,27 +202,13 @@ class BufferAllocator final {
     static_assert(std::is_trivially_destructible<T>::value,
                   "kbuf::BufferAllocator::allocate: the value type must be trivially destructible "
                   "(temporaries are released without running destructors)");
-    constexpr std::size_t static_count = Impl::static_extent_product<DataType>::value;
-    static_assert(static_count <= std::numeric_limits<std::size_t>::max() / sizeof(T),
+    static_assert(Impl::static_extent_product<DataType>::value <=
+                      std::numeric_limits<std::size_t>::max() / sizeof(T),
                   "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
 
-    if (KBUF_IMPL_UNLIKELY((Impl::extent_is_negative(extents) || ...))) {
-      throw_bad_extents<DataType>(extents...);
-    }
-    if constexpr (static_cast<std::size_t>(V::rank_dynamic) >= 3) {
-      // Kokkos (3.4 to 4.6 at least) keeps the runtime extents of such Views in 32 bits: a
-      // wider one would come back truncated.
-      if (KBUF_IMPL_UNLIKELY(((static_cast<std::uint64_t>(extents) > 0xFFFFFFFFu) || ...))) {
-        throw_wide_extents(extents...);
-      }
-    }
-    std::size_t nbytes = static_count * sizeof(T);
-    bool overflow = false;
-    ((overflow |= Impl::mul_overflow(nbytes, static_cast<std::size_t>(extents), &nbytes)), ...);
-    // A zero extent makes the true byte count 0 (and nbytes 0) whatever the others overflow to.
-    if (KBUF_IMPL_UNLIKELY(overflow) && ((static_cast<std::size_t>(extents) != 0) && ...)) {
-      throw_overflow<DataType>(extents...);
-    }
+    // Negative extents, extents V cannot hold, a size that overflows: kbuf::logic_error.
+    const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
+        [this](auto... e) { refuse_extents<DataType, V>(e...); }, extents...);
 
     using pointer = typename V::pointer_type;
     if (nbytes == 0) {
@@ -389,10 +329,11 @@ class BufferAllocator final {
   /// @throws kbuf::out_of_memory if the new buffer cannot be allocated; the allocator then
   /// keeps a buffer of its old capacity where memory allows.
   void resize(std::size_t nbytes) {
-    KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, "): ", depth_,
-                 " temporaries are live; resize only an empty allocator");
+    KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, ") on allocator '", label_,
+                 "': ", Impl::count_of{depth_, "temporary is", "temporaries are"},
+                 " live; resize only an empty allocator");
     const std::size_t capacity = buffer_size(nbytes);
-    if (capacity != capacity_) replace_buffer(capacity);
+    if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::resize");
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
   }
@@ -508,10 +449,11 @@ class BufferAllocator final {
     try {
       fallbacks_.reserve(fallbacks_.size() + 1);
     } catch (const std::bad_alloc&) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: no host memory to record a fallback of ",
-                    nbytes, " bytes");
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': no host memory left to record a fallback of ", nbytes, " bytes");
     }
-    return allocate_raw(nbytes + (a - 1), "::fallback", "allocate", nbytes);
+    return allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
+                        "a fallback of", nbytes);
   }
 
   // Hands out `memory` (from take_fallback) as the next temporary. Cannot fail; the caller
@@ -528,35 +470,38 @@ class BufferAllocator final {
     return p;
   }
 
-  // Allocates `nbytes` (for a request of `requested` bytes) without initialisation on exec_.
-  raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call,
+  // Allocates `nbytes` (for `what` of `requested` bytes: "a buffer of", "a fallback of")
+  // without initialisation on exec_.
+  raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call, const char* what,
                         std::size_t requested) {
     // 2^62 bytes is beyond every address space. Larger sizes must not reach Kokkos: it takes
     // SIZE_MAX for "no extent" and aborts, and its header arithmetic can overflow.
     if (KBUF_IMPL_UNLIKELY(nbytes > (std::size_t{1} << 62))) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", requested,
+      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
                     " bytes (", nbytes, " with alignment slack) in ",
-                    Impl::space_name<MemorySpace>(), ": larger than any address space");
+                    Impl::space_name<MemorySpace>(), ": that is more than any address space holds");
     }
     try {
       return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
                       nbytes);
     } catch (const std::exception& e) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::", call, ": cannot allocate ", requested,
+      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
                     " bytes (", nbytes, " with alignment slack) in ",
-                    Impl::space_name<MemorySpace>(), ": ", e.what());
+                    Impl::space_name<MemorySpace>(), ". Kokkos said: ", e.what());
     }
   }
 
-  // Takes a buffer of exactly `capacity` usable bytes whose base is aligned to alignment_.
-  // Precondition: no buffer is held.
-  void take_buffer(std::size_t capacity) {
+  // Takes a buffer of exactly `capacity` usable bytes whose base is aligned to alignment_, for
+  // `call` (named in errors). Precondition: no buffer is held.
+  void take_buffer(std::size_t capacity, const char* call) {
     if (capacity == 0) return;
     if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - alignment_)) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::grow: ", capacity, " bytes aligned to ", alignment_,
-                    " cannot be had in ", Impl::space_name<MemorySpace>());
+      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate a buffer of ", capacity,
+                    " bytes aligned to ", alignment_, " in ", Impl::space_name<MemorySpace>(),
+                    ": that is more than any address space holds");
     }
-    raw_view raw = allocate_raw(capacity + buffer_slack_, "::buffer", "grow", capacity);
+    raw_view raw =
+        allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
     std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
     if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
                                                         // past a 256-aligned header
@@ -564,7 +509,7 @@ class BufferAllocator final {
       // free of device memory synchronises the device (cudaFree, hipFree).
       raw = raw_view();
       buffer_slack_ = alignment_ - 1;
-      raw = allocate_raw(capacity + buffer_slack_, "::buffer", "grow", capacity);
+      raw = allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
       addr = reinterpret_cast<std::uintptr_t>(raw.data());
     }
     const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
@@ -574,9 +519,9 @@ class BufferAllocator final {
     Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
   }
 
-  // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes.
-  // On failure tries to take back the old capacity, then throws.
-  void replace_buffer(std::size_t capacity) {
+  // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes,
+  // for `call`. On failure tries to take back the old capacity, then throws.
+  void replace_buffer(std::size_t capacity, const char* call) {
     const std::size_t old_capacity = capacity_;
     if (old_capacity != 0) fence();
     Impl::unpoison<MemorySpace>(base_, capacity_);
@@ -584,10 +529,10 @@ class BufferAllocator final {
     base_ = nullptr;
     capacity_ = 0;
     try {
-      take_buffer(capacity);
+      take_buffer(capacity, call);
     } catch (const kbuf::out_of_memory&) {
       try {
-        take_buffer(old_capacity);
+        take_buffer(old_capacity, call);
       } catch (const kbuf::out_of_memory&) {  // keeps no buffer; the next growth retries
       }
       throw;
@@ -599,8 +544,9 @@ class BufferAllocator final {
   // SIZE_MAX) is memory that cannot be had, not bad input to the allocate that finds it.
   std::size_t regrow_capacity() const {
     if (KBUF_IMPL_UNLIKELY(hwm_ > std::numeric_limits<std::size_t>::max() - page_size())) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: cannot grow the buffer to the high-water "
-                    "mark of ", hwm_, " bytes in ", Impl::space_name<MemorySpace>());
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': cannot grow the buffer to the high-water mark of ", hwm_, " bytes in ",
+                    Impl::space_name<MemorySpace>(), ": no buffer that large fits in size_t");
     }
     const std::size_t capacity = buffer_size(hwm_);
     return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
@@ -608,7 +554,7 @@ class BufferAllocator final {
 
   KBUF_IMPL_COLD void regrow() {
     const std::size_t capacity = regrow_capacity();
-    if (capacity != capacity_) replace_buffer(capacity);
+    if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
     shrink_ = false;
   }
 
@@ -617,8 +563,8 @@ class BufferAllocator final {
     try {
       ids.reset(new std::uint64_t[n]);
     } catch (const std::bad_alloc&) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: no host memory to track ", n,
-                    " live temporaries");
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': no host memory left to track ", n, " live temporaries");
     }
     for (std::size_t i = 0; i < depth_; ++i) ids[i] = ids_[i];
     ids_ = std::move(ids);
@@ -631,14 +577,15 @@ class BufferAllocator final {
   }
 
   void check_checkpoint(const Checkpoint& cp, const char* call) const {
-    KBUF_EXPECTS(cp.owner_ != nullptr, call,
-                 ": the checkpoint belongs to no allocator (default-constructed)");
-    KBUF_EXPECTS(cp.owner_ == this, call, ": the checkpoint belongs to another allocator (",
-                 static_cast<const void*>(cp.owner_), ", not ", static_cast<const void*>(this),
-                 ")");
-    KBUF_EXPECTS(is_valid(cp), call, ": the checkpoint (depth ", cp.depth_, ", used ", cp.used_,
-                 " bytes) was released by an earlier reset; now depth ", depth_, ", used ",
-                 used_, " bytes. Reset in LIFO order");
+    KBUF_EXPECTS(cp.owner_ != nullptr, call, " on allocator '", label_,
+                 "': the checkpoint belongs to no allocator (it was default-constructed)");
+    KBUF_EXPECTS(cp.owner_ == this, call, " on allocator '", label_,
+                 "': the checkpoint belongs to another allocator (the one at ",
+                 static_cast<const void*>(cp.owner_), "; this one is at ",
+                 static_cast<const void*>(this), ")");
+    // The checkpoint's fields go by value: a reference would keep the whole checkpoint in
+    // memory on the hot path of every reset.
+    if (KBUF_IMPL_UNLIKELY(!is_valid(cp))) throw_released_checkpoint(cp.depth_, cp.id_, call);
   }
 
   // Precondition: cp is valid. Never resizes.
@@ -686,58 +633,34 @@ class BufferAllocator final {
     }
   }
 
-  template <class... Extents>
-  [[noreturn]] KBUF_IMPL_COLD void throw_wide_extents(Extents... extents) const {
-    std::size_t index = 0;
-    std::uint64_t value = 0;
-    std::size_t i = 0;
-    bool found = false;
-    auto visit = [&](auto e) {
-      if (!found && static_cast<std::uint64_t>(e) > 0xFFFFFFFFu) {
-        found = true;
-        index = i;
-        value = static_cast<std::uint64_t>(e);
-      }
-      ++i;
-    };
-    (visit(extents), ...);
-    Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate: extent ", index,
-                            " is ", value, "; a View with three or more runtime extents holds "
-                            "each below 2^32 (Kokkos stores them in 32 bits)");
+  // Says what a checkpoint that is_valid() refuses lost: the temporaries live when it was
+  // taken are fewer now, or the newest of them was released and another took its place.
+  [[noreturn]] KBUF_IMPL_COLD void throw_released_checkpoint(std::size_t cp_depth,
+                                                             std::uint64_t cp_id,
+                                                             const char* call) const {
+    const std::string head = Impl::concat(
+        call, " on allocator '", label_, "': the checkpoint was released by an earlier reset; ");
+    const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
+    if (cp_depth > depth_) {
+      Impl::throw_logic_error(head, "it was taken with ",
+                              Impl::count_of{cp_depth, "temporary", "temporaries"}, " live, and ",
+                              Impl::count_of{depth_, "is", "are"}, " live now", advice);
+    }
+    Impl::throw_logic_error(head, "temporary #", cp_id, ", the newest when it was taken (of ",
+                            Impl::count_of{cp_depth, "live temporary", "live temporaries"},
+                            "), has been released, and temporary #", ids_[cp_depth - 1],
+                            " holds its place now", advice);
   }
 
-  template <class DataType, class... Extents>
-  [[noreturn]] KBUF_IMPL_COLD void throw_bad_extents(Extents... extents) const {
-    std::size_t index = 0;
-    long long value = 0;
-    std::size_t i = 0;
-    bool found = false;
-    auto visit = [&](auto e) {
-      if (!found && Impl::extent_is_negative(e)) {
-        found = true;
-        index = i;
-        value = static_cast<long long>(e);
-      }
-      ++i;
-    };
-    (void)visit;
-    (visit(extents), ...);
-    Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate: extent ", index, " is ", value,
-                            "; extents must be non-negative");
-  }
-
-  template <class DataType, class... Extents>
-  [[noreturn]] KBUF_IMPL_COLD void throw_overflow(Extents... extents) const {
-    std::string list;
-    (void)std::initializer_list<int>{
-        ((void)(list += (list.empty() ? "" : ", ") + std::to_string(extents)), 0)...};
-    Impl::throw_logic_error(__FILE__, __LINE__, "kbuf::BufferAllocator::allocate(", list, "): the byte count overflows ",
-                            "size_t");
+  template <class DataType, class V, class... Extents>
+  [[noreturn]] KBUF_IMPL_COLD void refuse_extents(Extents... extents) const {
+    Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
   }
 
   [[noreturn]] KBUF_IMPL_COLD void throw_unsatisfiable(std::size_t nbytes, std::size_t a) const {
-    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate: ", nbytes, " bytes aligned to ", a,
-                  " cannot be had in ", Impl::space_name<MemorySpace>());
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_, "': cannot allocate ",
+                  nbytes, " bytes aligned to ", a, " in ", Impl::space_name<MemorySpace>(),
+                  ": that is more than any address space holds");
   }
 
   execution_space exec_;

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/errors.hpp>
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <unistd.h>
@@ -42,9 +43,9 @@ inline std::size_t buffer_size(std::size_t nbytes) {
     while (p < nbytes) p <<= 1;
     return p;
   }
-  KBUF_EXPECTS(nbytes <= std::numeric_limits<std::size_t>::max() - (page - 1),
-               "kbuf::buffer_size: nbytes = ", nbytes,
-               " cannot be rounded up to a whole number of pages without overflowing size_t");
+  KBUF_EXPECTS(nbytes <= std::numeric_limits<std::size_t>::max() - (page - 1), "kbuf::buffer_size(",
+               nbytes, "): rounding up to a whole number of pages of ", page,
+               " bytes overflows size_t");
   return (nbytes + page - 1) / page * page;
 }
 

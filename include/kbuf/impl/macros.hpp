@@ -1,0 +1,25 @@
+#ifndef KBUF_IMPL_MACROS_HPP
+#define KBUF_IMPL_MACROS_HPP
+
+/// @file
+/// Compiler hints for kbuf's hot and cold paths (GCC, Clang, and the host compilers of nvcc and
+/// hipcc; other compilers get plain code). Not part of the API.
+
+#if defined(__GNUC__) || defined(__clang__)
+/// Forces inlining of the allocator's hot path.
+#define KBUF_IMPL_ALWAYS_INLINE __attribute__((always_inline)) inline
+/// Keeps a function out of line and out of the hot code: error paths, regrowth, fallbacks.
+#define KBUF_IMPL_COLD __attribute__((noinline, cold))
+/// Tells the compiler that `x` is almost always false.
+#define KBUF_IMPL_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#elif defined(_MSC_VER)
+#define KBUF_IMPL_ALWAYS_INLINE __forceinline
+#define KBUF_IMPL_COLD
+#define KBUF_IMPL_UNLIKELY(x) (x)
+#else
+#define KBUF_IMPL_ALWAYS_INLINE inline
+#define KBUF_IMPL_COLD
+#define KBUF_IMPL_UNLIKELY(x) (x)
+#endif
+
+#endif  // KBUF_IMPL_MACROS_HPP
