@@ -438,7 +438,8 @@ int run_threads(const Options& o) {
               "         its temporaries from its own allocator out of one kbuf::AllocatorPool\n"
               "         (kbuf) or from fresh managed Views; after 3 warm-up contractions each,\n"
               "         the threads start together and each fences its own instance after every\n"
-              "         contraction. scaling = contractions/s over the same strategy's on one\n"
+              "         contraction; best of 3 interleaved runs of reps contractions per thread.\n"
+              "         scaling = contractions/s over the same strategy's on one\n"
               "         thread; speed-up = over View(init) at the same thread count.\n"
               "         host concurrency: %d (Kokkos %s), hardware threads: %u\n\n",
               o.threads, o.threads == 1 ? "" : "s", kbuf::default_execution_space().concurrency(),
@@ -467,9 +468,21 @@ int run_threads(const Options& o) {
     }
     double one_thread[3] = {0, 0, 0};
     for (std::size_t n = 1; n <= o.threads; ++n) {
+      // Best of three interleaved runs: on a shared machine the least disturbed one.
       ThreadRun runs[3];
+      for (int k = 0; k < 3; ++k) {
+        for (int s = 0; s < 3; ++s) {
+          ThreadRun r = run_threads_once<T>(strategies[s], n, reps, plan, data, pool);
+          if (!r.error.empty() || !(r.max_error <= tolerance) || r.fallbacks_after_warmup != 0) {
+            runs[s] = r;  // keep a failure visible
+            runs[s].per_second = 0;
+          } else if (r.per_second > runs[s].per_second && runs[s].error.empty()) {
+            r.max_error = std::max(r.max_error, runs[s].max_error);
+            runs[s] = r;
+          }
+        }
+      }
       for (int s = 0; s < 3; ++s) {
-        runs[s] = run_threads_once<T>(strategies[s], n, reps, plan, data, pool);
         if (n == 1) one_thread[s] = runs[s].per_second;
       }
       for (int s = 0; s < 3; ++s) {
