@@ -309,8 +309,13 @@ class AllocatorPool final {
     slot->published.publish(slot->alloc.statistics());
     // Forget cached entries of pools that died (a thread may use many pools over its life).
     for (std::size_t i = entries.size(); i-- > 0;) {
-      std::lock_guard<std::mutex> lock(entries[i].shared->mutex);
-      if (!entries[i].shared->alive) entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+      bool alive = false;
+      {
+        std::lock_guard<std::mutex> lock(entries[i].shared->mutex);
+        alive = entries[i].shared->alive;
+      }
+      // Outside the lock: the entry may hold the last reference to the mutex.
+      if (!alive) entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
     }
     entries.push_back(Impl::PoolCacheEntry{id_, slot, shared_, &AllocatorPool::give_back});
     return slot->alloc;
