@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # kbuf's reliability stage: makes the allocator's promises machine-checked.
 #
-#   scripts/ci-reliability.sh [asan] [fuzz] [valgrind]     (default: asan fuzz)
+#   scripts/ci-reliability.sh [asan] [tsan] [fuzz] [valgrind]     (default: asan tsan fuzz)
 #
 #   asan      builds the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer
 #             (g++, -DKBUF_SANITIZE=ON) and runs the test suite with CTest: zero reports.
+#   tsan      builds the executables of the tests that use threads (CTest label "threads":
+#             the AllocatorPool tests and the threaded instances example) with ThreadSanitizer
+#             (g++, -DKBUF_SANITIZE=thread) and runs them with `ctest -L threads`: zero reports.
 #   fuzz      builds kbuf-fuzz-allocator (clang++-14, libFuzzer + ASan + UBSan, debug checks
 #             on), replays the committed corpus (fuzz/corpus), then fuzzes for
 #             KBUF_FUZZ_SECONDS (default 60) from a scratch copy of it. A crash fails the stage
@@ -25,7 +28,7 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 
 stages=("$@")
-[ ${#stages[@]} -eq 0 ] && stages=(asan fuzz)
+[ ${#stages[@]} -eq 0 ] && stages=(asan tsan fuzz)
 build_root=${KBUF_REL_BUILD:-$root/build-ci-reliability}
 fuzz_seconds=${KBUF_FUZZ_SECONDS:-60}
 jobs=${KBUF_REL_JOBS:-$(nproc)}
@@ -39,8 +42,8 @@ has_stage() {
   return 1
 }
 for s in "${stages[@]}"; do
-  case "$s" in asan | fuzz | valgrind) ;; *)
-    echo "ci-reliability: unknown stage '$s' (asan, fuzz, valgrind)" >&2
+  case "$s" in asan | tsan | fuzz | valgrind) ;; *)
+    echo "ci-reliability: unknown stage '$s' (asan, tsan, fuzz, valgrind)" >&2
     exit 2
     ;;
   esac
@@ -70,7 +73,22 @@ if has_stage asan; then
   say "asan stage: $((SECONDS - t0)) s"
 fi
 
-# ---- 2. Fuzzing -----------------------------------------------------------------------------
+# ---- 2. The tests that use threads under ThreadSanitizer -----------------------------------
+if has_stage tsan; then
+  say "ThreadSanitizer build of the tests that use threads (g++)"
+  t0=$SECONDS
+  b="$build_root/tsan"
+  # Only the executables of the tests labelled "threads"; ctest fails on one not built here.
+  tsan_targets=(kbuf-test-pool kbuf-test-pool-hot-path kbuf-test-pool-debug kbuf-instances-threads)
+  cmake -S . -B "$b" "${common[@]}" -DKBUF_SANITIZE=thread -DKBUF_ENABLE_KERNELS=OFF >/dev/null
+  nice cmake --build "$b" -j "$jobs" --target "${tsan_targets[@]}"
+  say "ThreadSanitizer: ctest -L threads"
+  # Options are compiled in (halt_on_error=1:second_deadlock_stack=1); TSAN_OPTIONS overrides.
+  ctest --test-dir "$b" --output-on-failure -j "$jobs" -L threads
+  say "tsan stage: $((SECONDS - t0)) s"
+fi
+
+# ---- 3. Fuzzing -----------------------------------------------------------------------------
 if has_stage fuzz; then
   say "fuzzer build (clang++-14, libFuzzer + ASan + UBSan)"
   t0=$SECONDS
@@ -102,7 +120,7 @@ if has_stage fuzz; then
   say "fuzz stage: $((SECONDS - t0)) s"
 fi
 
-# ---- 3. valgrind memcheck -------------------------------------------------------------------
+# ---- 4. valgrind memcheck -------------------------------------------------------------------
 if has_stage valgrind; then
   say "plain build of the tests and examples for valgrind"
   t0=$SECONDS

@@ -9,7 +9,10 @@
 #endif
 #endif
 
+#include "harness.hpp"  // bench/harness.hpp: the timing harness kbuf-bench uses too
+
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -18,8 +21,12 @@
 #include <exception>
 #include <fstream>
 #include <memory>
+#include <new>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 namespace {
 
@@ -30,12 +37,21 @@ constexpr double tolerance = 1e-10;     // max relative error accepted
 constexpr double budget_seconds = 0.4;  // adaptive reps: timed seconds per strategy and D
 constexpr std::size_t direct_check_max_bond = 16;  // nine-index loop nest up to this D
 
+// Exit status (documented in --help).
+constexpr int exit_ok = 0;
+constexpr int exit_wrong_result = 1;  // a strategy disagrees with the reference, or kbuf needed
+                                      // fallbacks after warm-up
+constexpr int exit_bad_option = 2;
+constexpr int exit_out_of_memory = 3;  // the sizes need more memory than there is
+constexpr int exit_other_error = 4;    // anything else (e.g. the CSV file cannot be written)
+
 struct Options {
   std::vector<std::size_t> bonds;
   std::size_t phys = 2;
   std::size_t reps = 0;  // 0: adaptive
   bool complex = false;
   std::string csv;
+  std::size_t threads = 0;  // 0: the single-thread table; N: throughput on 1..N threads
 };
 
 void usage(std::FILE* out) {
@@ -55,16 +71,28 @@ void usage(std::FILE* out) {
                "                    about %.1f s per strategy and D, at least 5)\n"
                "  --type T          element type: double or complex (default double)\n"
                "  --csv FILE        also write the table to FILE as CSV\n"
+               "  --threads N       instead of the table: contract independent networks on\n"
+               "                    1, 2, ..., N host threads at once (each thread its own\n"
+               "                    network and its own allocator from one kbuf::AllocatorPool)\n"
+               "                    and print contractions per second for every strategy\n"
                "  --help            this text\n"
-               "Exit status: 0 if every strategy agrees with the naive reference within %.0e\n"
-               "(relative) and kbuf served every temporary from its buffer after warm-up;\n"
-               "1 otherwise; 2 for bad options.\n",
+               "Before allocating, kbuf-demo says what the chosen sizes need and refuses sizes\n"
+               "that cannot fit in this machine's available memory.\n"
+               "Exit status:\n"
+               "  0  every strategy agrees with the naive reference within %.0e (relative) and\n"
+               "     kbuf served every temporary from its buffer after warm-up\n"
+               "  1  a strategy disagrees with the reference, or kbuf needed fallbacks after\n"
+               "     warm-up\n"
+               "  2  a bad option\n"
+               "  3  out of memory: the sizes need more than there is (said before allocating),\n"
+               "     or an allocation failed\n"
+               "  4  any other error (e.g. the CSV file cannot be written)\n",
                budget_seconds, tolerance);
 }
 
 [[noreturn]] void bad_option(const std::string& message) {
   std::fprintf(stderr, "kbuf-demo: %s\nRun 'kbuf-demo --help' for the options.\n", message.c_str());
-  std::exit(2);
+  std::exit(exit_bad_option);
 }
 
 std::size_t parse_positive(const std::string& option, const std::string& text, std::size_t max) {
@@ -128,6 +156,8 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       } else {
         bad_option("--type: '" + t + "' is not 'double' or 'complex'");
       }
+    } else if (arg == "--threads") {
+      o.threads = parse_positive("--threads", next(), 256);
     } else if (arg == "--csv") {
       o.csv = next();
       if (o.csv.empty()) bad_option("--csv needs a file name");
@@ -135,7 +165,8 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       bad_option("unknown option '" + std::string(argv[i]) + "'");
     }
   }
-  if (o.bonds.empty()) o.bonds = {8, 16, 32, 64};
+  if (o.bonds.empty()) o.bonds = o.threads != 0 ? std::vector<std::size_t>{16, 32}
+                                                 : std::vector<std::size_t>{8, 16, 32, 64};
   return o;
 }
 
@@ -174,17 +205,10 @@ const char* gemm_backend() {
   return "Kokkos Kernels' own kernel";
 }
 
-using clock_type = std::chrono::steady_clock;
+using kbuf_bench::clock_type;
+using kbuf_bench::seconds_since;
 
-double seconds_since(clock_type::time_point t0) {
-  return std::chrono::duration<double>(clock_type::now() - t0).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+double median(std::vector<double> v) { return kbuf_bench::summarize(std::move(v)).median; }
 
 struct Row {
   std::size_t bond, phys;
@@ -242,6 +266,261 @@ void print_row(const Row& r) {
   std::fflush(stdout);
 }
 
+
+// ---- What the sizes need -------------------------------------------------------------------
+
+std::string gib(double bytes) {
+  char buf[32];
+  if (bytes >= 1024.0 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", bytes / (1024.0 * 1024 * 1024));
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / (1024.0 * 1024));
+  }
+  return buf;
+}
+
+// Bytes of memory the host can still hand out (MemAvailable), else its physical memory; 0 if
+// unknown.
+double available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024.0;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0.0;
+}
+
+struct Need {
+  double big;       // one D x d x d x D tensor (HRAA and the largest intermediates)
+  double network;   // rhoL, A1, A2, rhoR, H
+  double total;
+};
+
+// An estimate, on the high side, of the memory a run holds at its peak: per network (one, or
+// one per thread) the host network and its device copy, the reference (its result and two
+// intermediates of HRAA's size), every strategy's HRAA, a copy back to the host, and about four
+// HRAA-sized temporaries per contraction (kbuf keeps them in its buffer; with managed Views
+// they come and go). Computed in floating point: the sizes the options allow overflow no
+// 64-bit count, but their products may.
+Need memory_need(std::size_t bond, std::size_t phys, std::size_t elem, std::size_t networks) {
+  const double D = static_cast<double>(bond), d = static_cast<double>(phys);
+  const double e = static_cast<double>(elem);
+  Need n;
+  n.big = e * D * D * d * d;
+  n.network = e * (2 * D * D + 2 * D * D * d + d * d * d * d);
+  const double per_network = 2 * n.network + 3 * n.big + 3 * n.big + n.big + 4 * n.big +
+                             4 * n.big;  // reference, HRAAs, host copy, temporaries, kbuf buffer
+  n.total = per_network * static_cast<double>(networks);
+  return n;
+}
+
+// Says what the chosen sizes need; false (after a message naming the sizes and the bytes) if
+// they cannot fit.
+template <class T>
+bool check_memory(const Options& o) {
+  const double available = available_bytes();
+  const std::size_t networks = o.threads != 0 ? o.threads : 1;
+  bool fits = true;
+  for (std::size_t bond : o.bonds) {
+    const Need n = memory_need(bond, o.phys, sizeof(T), networks);
+    std::printf("memory:  D = %zu, d = %zu, %s: about %s (%s per D*d*d*D tensor, %s per "
+                "network, %zu network%s)%s%s\n",
+                bond, o.phys, type_name<T>(), gib(n.total).c_str(), gib(n.big).c_str(),
+                gib(n.network).c_str(), networks, networks == 1 ? "" : "s",
+                available > 0 ? " of " : "", available > 0 ? (gib(available) + " available").c_str() : "");
+    if (available > 0 && n.total > available) {
+      std::fprintf(stderr,
+                   "kbuf-demo: D = %zu, d = %zu (%s%s) needs about %.0f bytes (%s): one D*d*d*D "
+                   "tensor alone is %.0f bytes (%s), but only %.0f bytes (%s) are available. "
+                   "Choose a smaller --bond or --phys%s.\n",
+                   bond, o.phys, type_name<T>(),
+                   o.threads != 0 ? (", " + std::to_string(o.threads) + " threads").c_str() : "",
+                   n.total, gib(n.total).c_str(), n.big, gib(n.big).c_str(), available,
+                   gib(available).c_str(), o.threads > 1 ? " or fewer --threads" : "");
+      fits = false;
+    }
+  }
+  std::printf("\n");
+  std::fflush(stdout);
+  return fits;
+}
+
+// ---- Throughput on several host threads ----------------------------------------------------
+
+// One strategy on `nthreads` threads at once, each contracting its own network `reps` times
+// after a warm-up: contractions per second of wall time, and whether every result agreed.
+struct ThreadRun {
+  double per_second = 0;
+  double max_error = 0;
+  std::size_t fallbacks_after_warmup = 0;
+  std::string error;
+};
+
+template <class T>
+struct ThreadData {
+  HostNetwork<T> host;
+  Network<T, space> net;
+  HostTensor<T> ref;
+  T ref_energy{};
+};
+
+template <class T>
+ThreadRun run_threads_once(Strategy strategy, std::size_t nthreads, std::size_t reps,
+                           const NetworkPlan& plan, std::vector<ThreadData<T>>& data,
+                           kbuf::AllocatorPool<space>& pool) {
+  ThreadRun result;
+  std::atomic<std::size_t> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<double> errors(nthreads, 0.0);
+  std::vector<std::size_t> fallbacks(nthreads, 0);
+  std::vector<std::string> failures(nthreads);
+  clock_type::time_point start;
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < nthreads; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        const ThreadData<T>& d = data[t];
+        kbuf::BufferAllocator<space>* alloc = nullptr;
+        std::unique_ptr<Temporaries<space>> tmp;
+        if (strategy == Strategy::kbuf) {
+          alloc = &pool.local();
+          tmp = std::make_unique<Temporaries<space>>(*alloc);
+        } else {
+          tmp = std::make_unique<Temporaries<space>>(strategy);
+        }
+        Tensor<T, space> hraa = make_hraa(d.net, "HRAA");
+        const typename space::execution_space exec;
+        T energy{};
+        for (int i = 0; i < 3; ++i) energy = contract_network(*tmp, plan, d.net, hraa);  // warm-up
+        exec.fence();
+        const std::size_t warm_fallbacks = alloc ? alloc->statistics().fallbacks : 0;
+        ready.fetch_add(1);
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        for (std::size_t i = 0; i < reps; ++i) {
+          energy = contract_network(*tmp, plan, d.net, hraa);
+          exec.fence();  // this thread's instance only, as a thread of an application would
+        }
+        if (alloc) fallbacks[t] = alloc->statistics().fallbacks - warm_fallbacks;
+        ready.fetch_add(1);  // done
+        const HostTensor<T> got = to_host(hraa);
+        errors[t] = std::max(relative_error(got, d.ref), relative_error(energy, d.ref_energy));
+      } catch (const std::exception& e) {
+        failures[t] = e.what();
+        ready.fetch_add(1);
+        ready.fetch_add(1);
+      }
+    });
+  }
+  while (ready.load() < nthreads) std::this_thread::yield();
+  start = clock_type::now();
+  go.store(true, std::memory_order_release);
+  while (ready.load() < 2 * nthreads) std::this_thread::yield();
+  const double seconds = seconds_since(start);
+  for (auto& th : threads) th.join();
+  for (std::size_t t = 0; t < nthreads; ++t) {
+    if (!failures[t].empty() && result.error.empty()) result.error = failures[t];
+    result.max_error = std::max(result.max_error, errors[t]);
+    result.fallbacks_after_warmup += fallbacks[t];
+  }
+  result.per_second = static_cast<double>(nthreads * reps) / seconds;
+  return result;
+}
+
+template <class T>
+int run_threads(const Options& o) {
+  std::printf("threads: contractions of HRAA and E per second of wall time, %zu host thread%s at "
+              "most;\n"
+              "         every thread contracts its own network (own data, own HRAA) and takes\n"
+              "         its temporaries from its own allocator out of one kbuf::AllocatorPool\n"
+              "         (kbuf) or from fresh managed Views; after 3 warm-up contractions each,\n"
+              "         the threads start together and each fences its own instance after every\n"
+              "         contraction; best of 3 interleaved runs of reps contractions per thread.\n"
+              "         scaling = contractions/s over the same strategy's on one\n"
+              "         thread; speed-up = over View(init) at the same thread count.\n"
+              "         host concurrency: %d (Kokkos %s), hardware threads: %u\n\n",
+              o.threads, o.threads == 1 ? "" : "s", kbuf::default_execution_space().concurrency(),
+              kbuf::default_execution_space::name(), std::thread::hardware_concurrency());
+  std::printf("%5s %3s %7s  %-13s %6s %14s %8s %9s %10s %12s\n", "D", "d", "threads", "strategy",
+              "reps", "contractions/s", "scaling", "speed-up", "fallbacks", "max rel err");
+  bool ok = true;
+  const Strategy strategies[] = {Strategy::kbuf, Strategy::fresh_views,
+                                 Strategy::fresh_views_initialized};
+  for (std::size_t bond : o.bonds) {
+    std::vector<ThreadData<T>> data(o.threads);
+    for (std::size_t t = 0; t < o.threads; ++t) {
+      data[t].host = random_host_network<T>(bond, o.phys, 2024 + t);
+      data[t].net = to_device<T, space>(data[t].host);
+      data[t].ref = reference_hraa(data[t].host);
+      data[t].ref_energy = reference_expectation_value(data[t].host, data[t].ref);
+    }
+    const NetworkPlan plan = plan_network<T>(bond, o.phys);
+    kbuf::AllocatorPool<space> pool;  // threads of every count take their allocators here
+
+    std::size_t reps = o.reps;
+    if (reps == 0) {  // size from one thread's kbuf contractions
+      const ThreadRun probe = run_threads_once<T>(Strategy::kbuf, 1, 3, plan, data, pool);
+      reps = static_cast<std::size_t>(budget_seconds * probe.per_second);
+      reps = std::min<std::size_t>(std::max<std::size_t>(reps, 5), 20000);
+    }
+    double one_thread[3] = {0, 0, 0};
+    for (std::size_t n = 1; n <= o.threads; ++n) {
+      // Best of three interleaved runs: on a shared machine the least disturbed one.
+      ThreadRun runs[3];
+      for (int k = 0; k < 3; ++k) {
+        for (int s = 0; s < 3; ++s) {
+          ThreadRun r = run_threads_once<T>(strategies[s], n, reps, plan, data, pool);
+          if (!r.error.empty() || !(r.max_error <= tolerance) || r.fallbacks_after_warmup != 0) {
+            runs[s] = r;  // keep a failure visible
+            runs[s].per_second = 0;
+          } else if (r.per_second > runs[s].per_second && runs[s].error.empty()) {
+            r.max_error = std::max(r.max_error, runs[s].max_error);
+            runs[s] = r;
+          }
+        }
+      }
+      for (int s = 0; s < 3; ++s) {
+        if (n == 1) one_thread[s] = runs[s].per_second;
+      }
+      for (int s = 0; s < 3; ++s) {
+        const ThreadRun& r = runs[s];
+        if (!r.error.empty()) {
+          std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads, %s: %s\n", bond, n,
+                       to_string(strategies[s]), r.error.c_str());
+          ok = false;
+        }
+        if (!(r.max_error <= tolerance)) {
+          std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads, %s: relative error %.3e exceeds "
+                       "%.0e\n", bond, n, to_string(strategies[s]), r.max_error, tolerance);
+          ok = false;
+        }
+        char fb[24] = "-";
+        if (strategies[s] == Strategy::kbuf) {
+          std::snprintf(fb, sizeof fb, "%zu", r.fallbacks_after_warmup);
+          if (r.fallbacks_after_warmup != 0) {
+            std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads: kbuf needed %zu fallbacks "
+                         "after warm-up\n", bond, n, r.fallbacks_after_warmup);
+            ok = false;
+          }
+        }
+        std::printf("%5zu %3zu %7zu  %-13s %6zu %14.1f %7.2fx %8.2fx %10s %12.2e\n", bond, o.phys,
+                    n, to_string(strategies[s]), reps, r.per_second, r.per_second / one_thread[s],
+                    r.per_second / runs[2].per_second, fb, r.max_error);
+        std::fflush(stdout);
+      }
+    }
+    std::printf("%5zu %3zu  pool: %zu allocators for %zu threads at most (exited threads' "
+                "allocators reused)\n", bond, o.phys, pool.size(), o.threads);
+  }
+  std::printf("\n%s\n", ok ? "OK: every strategy on every thread agrees with the reference; kbuf "
+                             "served every temporary from its buffer after warm-up"
+                           : "FAILED (see the messages above)");
+  return ok ? exit_ok : exit_wrong_result;
+}
+
 template <class T>
 int run(const Options& o) {
   std::ofstream csv;
@@ -249,7 +528,7 @@ int run(const Options& o) {
     csv.open(o.csv);
     if (!csv) {
       std::fprintf(stderr, "kbuf-demo: cannot write '%s'\n", o.csv.c_str());
-      return 1;
+      return exit_other_error;
     }
   }
   std::printf("kbuf-demo: kbuf %d.%d.%d | Kokkos %s | Kokkos Kernels %s, GEMM by %s\n",
@@ -269,6 +548,8 @@ int run(const Options& o) {
       "         against plain host loops in the same pairwise order (no GEMM, no permutes,\n"
       "         no kbuf), and for D <= %zu also against one nine-index loop nest\n\n",
       direct_check_max_bond);
+  if (!check_memory<T>(o)) return exit_out_of_memory;
+  if (o.threads != 0) return run_threads<T>(o);
   std::printf("%5s %3s  %-13s %6s %11s %10s %6s %12s %10s %10s %9s %12s\n", "D", "d", "strategy",
               "reps", "median[us]", "min[us]", "temps", "capacity[B]", "hwm[B]", "fallbacks",
               "speed-up", "max rel err");
@@ -379,13 +660,13 @@ int run(const Options& o) {
     csv.flush();
     if (!csv) {
       std::fprintf(stderr, "kbuf-demo: writing '%s' failed\n", o.csv.c_str());
-      return 1;
+      return exit_other_error;
     }
   }
   std::printf("\n%s\n", ok ? "OK: every strategy agrees with the reference; kbuf served every "
                              "temporary from its buffer after warm-up"
                            : "FAILED (see the messages above)");
-  return ok ? 0 : 1;
+  return ok ? exit_ok : exit_wrong_result;
 }
 
 }  // namespace
@@ -398,8 +679,14 @@ int main(int argc, char** argv) {
   Kokkos::ScopeGuard guard(kargc, kokkos_args.data());
   try {
     return options.complex ? run<Kokkos::complex<double>>(options) : run<double>(options);
+  } catch (const std::bad_alloc& e) {  // kbuf::out_of_memory among them
+    std::string bonds;
+    for (std::size_t b : options.bonds) bonds += (bonds.empty() ? "" : ",") + std::to_string(b);
+    std::fprintf(stderr, "kbuf-demo: out of memory with --bond %s --phys %zu: %s\n",
+                 bonds.c_str(), options.phys, e.what());
+    return exit_out_of_memory;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kbuf-demo: %s\n", e.what());
-    return 1;
+    return exit_other_error;
   }
 }

@@ -1,0 +1,354 @@
+#ifndef KBUF_ALLOCATOR_POOL_HPP
+#define KBUF_ALLOCATOR_POOL_HPP
+
+/// @file
+/// `kbuf::AllocatorPool`: a thread-safe pool of `kbuf::BufferAllocator`s, one per host thread.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <Kokkos_Core.hpp>
+
+#include <kbuf/buffer_allocator.hpp>
+#include <kbuf/config.hpp>
+#include <kbuf/debug.hpp>
+#include <kbuf/errors.hpp>
+
+namespace kbuf {
+
+template <class MemorySpace>
+class AllocatorPool;
+
+namespace Impl {
+
+/// `Statistics` as an array of words: what a pool publishes and sums. Every member is a
+/// `std::size_t` counter summed over allocators, except the peaks, which take the largest.
+constexpr std::size_t statistics_words = sizeof(Statistics) / sizeof(std::size_t);
+static_assert(std::is_trivially_copyable<Statistics>::value &&
+                  sizeof(Statistics) % sizeof(std::size_t) == 0,
+              "kbuf::AllocatorPool: Statistics must consist of std::size_t members");
+
+inline bool statistics_word_is_peak(std::size_t word) noexcept {
+  return word * sizeof(std::size_t) == offsetof(Statistics, peak_used) ||
+         word * sizeof(std::size_t) == offsetof(Statistics, peak_live);
+}
+
+/// Statistics published by one thread and read by others: a sequence lock with a single
+/// writer (the allocator's owner). Every access is atomic, so readers never race (and
+/// ThreadSanitizer agrees); a reader retries while a write is under way, so it never sees a
+/// torn snapshot. The writer does no read-modify-write: it alone changes the sequence number.
+class PublishedStatistics {
+ public:
+  /// Owner thread only.
+  void publish(const Statistics& s) noexcept {
+    std::size_t words[statistics_words];
+    std::memcpy(words, &s, sizeof words);
+    const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
+    seq_.store(seq + 1, std::memory_order_relaxed);  // odd: a write is under way
+    for (std::size_t i = 0; i < statistics_words; ++i) {
+      // release: a reader that sees any new word also sees the odd sequence number after it
+      words_[i].store(words[i], std::memory_order_release);
+    }
+    seq_.store(seq + 2, std::memory_order_release);
+  }
+
+  /// Any thread: the last complete snapshot.
+  Statistics read() const noexcept {
+    std::size_t words[statistics_words];
+    for (;;) {
+      const std::uint64_t before = seq_.load(std::memory_order_acquire);
+      if ((before & 1) != 0) continue;
+      for (std::size_t i = 0; i < statistics_words; ++i) {
+        words[i] = words_[i].load(std::memory_order_acquire);
+      }
+      if (seq_.load(std::memory_order_relaxed) == before) break;
+    }
+    Statistics s;
+    std::memcpy(&s, words, sizeof words);
+    return s;
+  }
+
+ private:
+  std::atomic<std::uint64_t> seq_{0};
+  std::atomic<std::size_t> words_[statistics_words] = {};
+};
+
+/// What a pool shares with the threads that took allocators from it. A thread's exit hook
+/// holds it by `shared_ptr`, so a thread that exits after the pool died finds `alive == false`
+/// instead of freed memory.
+struct PoolShared {
+  std::mutex mutex;
+  bool alive = true;             // under mutex
+  std::vector<void*> free_list;  // slots whose thread exited; under mutex
+};
+
+/// One entry of a thread's cache: the pool (by a never-reused id), its slot, its shared state.
+struct PoolCacheEntry {
+  std::uint64_t pool_id;
+  void* slot;
+  std::shared_ptr<PoolShared> shared;
+  void (*on_thread_exit)(void* slot, PoolShared& shared) noexcept;
+};
+
+/// The calling thread's allocators, one per pool it used. Its destructor (at thread exit)
+/// hands each back to its pool, if that pool is still alive.
+struct PoolThreadCache {
+  std::vector<PoolCacheEntry> entries;
+  PoolThreadCache() = default;
+  PoolThreadCache(const PoolThreadCache&) = delete;
+  PoolThreadCache& operator=(const PoolThreadCache&) = delete;
+  ~PoolThreadCache() {
+    for (PoolCacheEntry& e : entries) {
+      std::lock_guard<std::mutex> lock(e.shared->mutex);
+      if (e.shared->alive) e.on_thread_exit(e.slot, *e.shared);
+    }
+  }
+};
+
+inline PoolThreadCache& pool_thread_cache() noexcept {
+  thread_local PoolThreadCache cache;
+  return cache;
+}
+
+/// Reaches into a pool's internals; declared for kbuf's tests, which define it.
+struct PoolTestAccess;
+
+inline std::uint64_t next_pool_id() noexcept {
+  static std::atomic<std::uint64_t> counter{0};
+  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+}  // namespace Impl
+
+/// A thread-safe pool of `BufferAllocator`s: each host thread takes its own with `local()`.
+///
+/// A `BufferAllocator` is not thread-safe; the pool is the bookkeeping around "one allocator
+/// per thread". The first `local()` call of a thread hands it an allocator (a kept one whose
+/// thread exited, else a new one); every later call from that thread finds it in a
+/// thread-local cache without a lock, a heap allocation or an atomic read-modify-write. The
+/// allocator then belongs to that thread until it exits: only that thread may use it, and its
+/// temporaries, checkpoints and scopes follow the allocator's usual rules. When the thread
+/// exits, its allocator (empty by then, its buffer kept) goes back to the pool and serves the
+/// next thread that asks, so programs that start and end many short-lived threads do not
+/// grow the pool beyond the threads that ever ran at once.
+///
+/// Misuse: a thread that exits with live temporaries (debug builds abort with a message
+/// naming the pool; otherwise that allocator is retired, never handed out again); destroying
+/// the pool while a thread still uses one of its allocators (debug builds abort if one is not
+/// empty; nothing can catch a thread that uses it afterwards). A thread that merely used the
+/// pool earlier may outlive it: its exit does nothing then.
+///
+/// `size()` and `statistics()` may be called from any thread at any time. Each allocator's
+/// counters are published by its owner thread at every `local()` call and when the thread
+/// exits (no thread reads another's allocator), so `statistics()` sees each allocator as it
+/// was at its owner's latest `local()` call, and exactly once its thread has exited.
+///
+/// Not copyable, not movable: threads cache pointers into it. Like its allocators, it must be
+/// destroyed before `Kokkos::finalize`.
+template <class MemorySpace = default_memory_space>
+class AllocatorPool final {
+ public:
+  using allocator_type = BufferAllocator<MemorySpace>;
+  using memory_space = MemorySpace;
+  using execution_space = typename allocator_type::execution_space;
+
+  /// A pool whose allocators start with a buffer of `buffer_size(sizehint)` bytes and align
+  /// temporaries to `alignment` (a power of two). No allocator is made before a thread asks.
+  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  explicit AllocatorPool(std::size_t sizehint = 0,
+                         std::size_t alignment = allocator_type::default_alignment)
+      : AllocatorPool(sizehint, alignment, "kbuf::AllocatorPool") {}
+
+  /// As above; `label` names the pool in messages and, followed by `[i]`, the Kokkos
+  /// allocations of its i-th allocator.
+  AllocatorPool(std::size_t sizehint, std::size_t alignment, std::string label)
+      : sizehint_(sizehint),
+        alignment_(alignment),
+        label_(std::move(label)),
+        id_(Impl::next_pool_id()),
+        shared_(std::make_shared<Impl::PoolShared>()) {
+    KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::AllocatorPool '", label_,
+                 "': alignment = ", alignment, " is not a power of two");
+  }
+
+  AllocatorPool(const AllocatorPool&) = delete;
+  AllocatorPool(AllocatorPool&&) = delete;
+  AllocatorPool& operator=(const AllocatorPool&) = delete;
+  AllocatorPool& operator=(AllocatorPool&&) = delete;
+
+  /// Destroys every allocator. No thread may use one any more (see the class notes); threads
+  /// that used the pool earlier may still be running or exit later. With `KBUF_ENABLE_DEBUG`,
+  /// aborts if an allocator still holds temporaries.
+  ~AllocatorPool() {
+    std::vector<std::unique_ptr<Slot>> slots;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mutex);
+      shared_->alive = false;
+      shared_->free_list.clear();
+      slots.swap(slots_);
+    }
+#if KBUF_ENABLE_DEBUG
+    for (const auto& slot : slots) {
+      if (!slot->alloc.empty()) {
+        Impl::debug_abort(Impl::concat(
+            "kbuf::AllocatorPool '", label_, "' (", static_cast<const void*>(this),
+            ") destroyed while its allocator '", slot->alloc.label(), "' holds ",
+            slot->alloc.checkpoint().depth(), " live temporaries; end every thread's use of "
+            "the pool before destroying it"));
+      }
+    }
+#endif
+    // Threads that used the pool keep an entry for it in their caches; it finds the pool dead
+    // when they exit (or take an allocator of another pool) and is dropped then.
+  }
+
+  /// The calling host thread's own allocator, made (or taken from the allocators of exited
+  /// threads) on the thread's first call. Later calls take no lock, allocate nothing and do
+  /// no atomic read-modify-write; they publish the allocator's counters for `statistics()`.
+  /// The reference stays valid while the thread runs and the pool lives.
+  /// @throws kbuf::out_of_memory if the first call cannot make the allocator.
+  KBUF_IMPL_ALWAYS_INLINE allocator_type& local() {
+    for (const Impl::PoolCacheEntry& e : Impl::pool_thread_cache().entries) {
+      if (e.pool_id == id_) {
+        Slot& slot = *static_cast<Slot*>(e.slot);
+        slot.published.publish(slot.alloc.statistics());
+        return slot.alloc;
+      }
+    }
+    return local_first();
+  }
+
+  /// Allocators made so far (in use by a thread or kept for the next one).
+  [[nodiscard]] std::size_t size() const noexcept {
+    return made_.load(std::memory_order_acquire);
+  }
+
+  /// Allocators kept for the next thread that asks (their threads exited).
+  [[nodiscard]] std::size_t idle() const {
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    return shared_->free_list.size();
+  }
+
+  /// The counters of every allocator, summed; `peak_used` and `peak_live` are the largest of
+  /// any one allocator. Each allocator's part is a consistent snapshot as of its owner's
+  /// latest `local()` call (exact for allocators whose thread exited).
+  [[nodiscard]] Statistics statistics() const {
+    std::size_t sum[Impl::statistics_words] = {};
+    std::lock_guard<std::mutex> lock(shared_->mutex);
+    for (const auto& slot : slots_) {
+      const Statistics s = slot->published.read();
+      std::size_t words[Impl::statistics_words];
+      std::memcpy(words, &s, sizeof words);
+      for (std::size_t i = 0; i < Impl::statistics_words; ++i) {
+        if (Impl::statistics_word_is_peak(i)) {
+          if (words[i] > sum[i]) sum[i] = words[i];
+        } else {
+          sum[i] += words[i];
+        }
+      }
+    }
+    Statistics total;
+    std::memcpy(&total, sum, sizeof sum);
+    return total;
+  }
+
+  /// The pool's label.
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+  /// The alignment of its allocators.
+  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+
+ private:
+  friend struct Impl::PoolTestAccess;
+
+  struct Slot {
+    Slot(const std::string& label, std::size_t sizehint, std::size_t alignment,
+         const AllocatorPool* pool)
+        : alloc(execution_space(), sizehint, alignment, label), pool(pool) {}
+    allocator_type alloc;
+    Impl::PublishedStatistics published;
+    const AllocatorPool* pool;  // for messages
+  };
+
+  // The thread's first call: take a kept allocator or make one, and remember it.
+  KBUF_IMPL_COLD allocator_type& local_first() {
+    auto& entries = Impl::pool_thread_cache().entries;
+    entries.reserve(entries.size() + 1);  // the push_back below cannot fail then
+    Slot* slot = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(shared_->mutex);
+      if (!shared_->free_list.empty()) {
+        slot = static_cast<Slot*>(shared_->free_list.back());
+        shared_->free_list.pop_back();
+      }
+    }
+    if (slot == nullptr) {
+      std::size_t number = 0;
+      {
+        std::lock_guard<std::mutex> lock(shared_->mutex);
+        number = made_number_++;  // names it; a failure below leaves a gap in the numbers
+      }
+      // Made outside the lock: a buffer allocation may take long (and fence).
+      auto made = std::make_unique<Slot>(label_ + "[" + std::to_string(number) + "]", sizehint_,
+                                         alignment_, this);
+      slot = made.get();
+      std::lock_guard<std::mutex> lock(shared_->mutex);
+      slots_.reserve(slots_.size() + 1);
+      // Room for every allocator in the free list: giving one back (at thread exit) cannot fail.
+      shared_->free_list.reserve(slots_.size() + 1);
+      slots_.push_back(std::move(made));
+      made_.store(slots_.size(), std::memory_order_release);
+    }
+    slot->published.publish(slot->alloc.statistics());
+    // Forget cached entries of pools that died (a thread may use many pools over its life).
+    for (std::size_t i = entries.size(); i-- > 0;) {
+      bool alive = false;
+      {
+        std::lock_guard<std::mutex> lock(entries[i].shared->mutex);
+        alive = entries[i].shared->alive;
+      }
+      // Outside the lock: the entry may hold the last reference to the mutex.
+      if (!alive) entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    entries.push_back(Impl::PoolCacheEntry{id_, slot, shared_, &AllocatorPool::give_back});
+    return slot->alloc;
+  }
+
+  // A thread exits (its cache is destroyed); the pool is alive and its mutex is held.
+  static void give_back(void* p, Impl::PoolShared& shared) noexcept {
+    Slot& slot = *static_cast<Slot*>(p);
+    slot.published.publish(slot.alloc.statistics());
+    if (!slot.alloc.empty()) {
+#if KBUF_ENABLE_DEBUG
+      Impl::debug_abort(Impl::concat(
+          "kbuf::AllocatorPool '", slot.pool->label_, "' (", static_cast<const void*>(slot.pool),
+          "): a thread exited while its allocator '", slot.alloc.label(), "' holds ",
+          slot.alloc.checkpoint().depth(), " live temporaries (", slot.alloc.used(),
+          " bytes); end every scope and reset before the thread ends"));
+#else
+      return;  // retired: never handed out again (destroyed with the pool)
+#endif
+    }
+    shared.free_list.push_back(p);  // cannot throw: reserved when the allocator was made
+  }
+
+  std::size_t sizehint_;
+  std::size_t alignment_;
+  std::string label_;
+  std::uint64_t id_;
+  std::shared_ptr<Impl::PoolShared> shared_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // under shared_->mutex
+  std::size_t made_number_ = 0;               // under shared_->mutex
+  std::atomic<std::size_t> made_{0};
+};
+
+}  // namespace kbuf
+
+#endif  // KBUF_ALLOCATOR_POOL_HPP
