@@ -26,12 +26,7 @@ if [ -z "$cf" ]; then
   if command -v clang-format-14 >/dev/null 2>&1; then cf=clang-format-14
   elif command -v clang-format >/dev/null 2>&1; then cf=clang-format
   else
-    echo "check-format: installing clang-format"
-    as_root=()
-    [ "$(id -u)" -ne 0 ] && as_root=(sudo)
-    export DEBIAN_FRONTEND=noninteractive
-    "${as_root[@]}" apt-get update -qq
-    "${as_root[@]}" apt-get install -y -qq --no-install-recommends clang-format >/dev/null
+    scripts/install-deps.sh clang-format
     cf=clang-format
   fi
 fi
