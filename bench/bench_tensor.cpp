@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "strategies.hpp"
+#include "policies.hpp"
 #endif
 
 namespace kbuf_bench {
@@ -55,18 +55,18 @@ void section_tensor(Context& c) {
     TensorRunner kb, noinit, init;
     kb.alloc = std::make_unique<Allocator>();
     kb.tmp = std::make_unique<kbuf_tensor::Temporaries<space>>(*kb.alloc);
-    noinit.tmp =
-        std::make_unique<kbuf_tensor::Temporaries<space>>(kbuf_tensor::Strategy::fresh_views);
+    noinit.tmp = std::make_unique<kbuf_tensor::Temporaries<space>>(
+        kbuf_tensor::TemporaryPolicy::fresh_views);
     init.tmp = std::make_unique<kbuf_tensor::Temporaries<space>>(
-        kbuf_tensor::Strategy::fresh_views_initialized);
+        kbuf_tensor::TemporaryPolicy::fresh_views_initialized);
 
     kb.energy = kbuf_tensor::contract_network(*kb.tmp, plan, net, hraa);  // first round
     const std::size_t first_fallbacks = kb.alloc->statistics().fallbacks;
 
-    std::vector<Strategy> st;
+    std::vector<Contender> st;
     for (auto* r : {&kb, &noinit, &init}) {
       const char* name = r == &kb ? "kbuf" : r == &noinit ? "fresh-noinit" : "fresh-init";
-      Strategy s;
+      Contender s;
       s.name = name;
       s.temps_per_round = 1;  // figures are per network contraction
       s.run = [r, &plan, &net, &hraa](std::size_t k) {

@@ -83,9 +83,10 @@ inline double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-/// One strategy under test: `run(k)` runs k rounds of `temps_per_round` temporaries each and
-/// returns only when their work is complete (device work fenced).
-struct Strategy {
+/// One contender under test (a policy running one workload): `run(k)` runs k rounds of
+/// `temps_per_round` temporaries each and returns only when their work is complete (device work
+/// fenced).
+struct Contender {
   std::string name;
   std::function<void(std::size_t)> run;
   std::size_t temps_per_round = 1;
@@ -108,7 +109,7 @@ struct TimingOptions {
 /// Times every strategy `opt.repetitions` times, interleaved: repetition r runs the strategies
 /// in an order rotated by r, so slow phases of a noisy machine hit all strategies alike. A
 /// strategy that has used up `opt.max_seconds` stops early (after `opt.min_repetitions`).
-inline void measure_interleaved(std::vector<Strategy>& strategies, const TimingOptions& opt) {
+inline void measure_interleaved(std::vector<Contender>& strategies, const TimingOptions& opt) {
   for (auto& s : strategies) {
     s.run(opt.warmup_rounds);
     std::size_t k = 1;
@@ -129,7 +130,7 @@ inline void measure_interleaved(std::vector<Strategy>& strategies, const TimingO
   const std::size_t at_least = std::min(opt.min_repetitions, opt.repetitions);
   for (std::size_t r = 0; r < opt.repetitions; ++r) {
     for (std::size_t j = 0; j < n; ++j) {
-      Strategy& s = strategies[(j + r) % n];
+      Contender& s = strategies[(j + r) % n];
       if (s.ns_per_temp.size() >= at_least && s.seconds >= opt.max_seconds) continue;
       const auto t0 = clock_type::now();
       s.run(s.rounds_per_sample);

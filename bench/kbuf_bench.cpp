@@ -23,15 +23,15 @@
 
 #include "bench_common.hpp"
 #include "harness.hpp"
-#include "strategies.hpp"
-#include "to_model.hpp"
+#include "policies.hpp"
+#include "tensoroperations_model.hpp"
 
 namespace kbuf_bench {
 namespace {
 
 template <class F>
-Strategy make_strategy(std::string name, std::size_t temps_per_round, F round) {
-  Strategy s;
+Contender make_contender(std::string name, std::size_t temps_per_round, F round) {
+  Contender s;
   s.name = std::move(name);
   s.temps_per_round = temps_per_round;
   s.run = [round](std::size_t k) mutable {
@@ -44,7 +44,7 @@ Strategy make_strategy(std::string name, std::size_t temps_per_round, F round) {
   return s;
 }
 
-const Strategy* find(const std::vector<Strategy>& v, const std::string& name) {
+const Contender* find(const std::vector<Contender>& v, const std::string& name) {
   for (const auto& s : v)
     if (s.name == name) return &s;
   return nullptr;
@@ -63,7 +63,7 @@ std::size_t arena_bytes_for(const std::vector<std::size_t>& slot_bytes) {
 }
 
 /// Measures `st`, or with --profile runs only the named strategy's rounds; false then.
-bool measure_or_profile(Context& c, const char* section, std::vector<Strategy>& st) {
+bool measure_or_profile(Context& c, const char* section, std::vector<Contender>& st) {
   if (c.opt.profile_section.empty()) {
     measure_interleaved(st, c.opt.timing);
     return true;
@@ -98,9 +98,9 @@ const char* describe(const std::string& name) {
 
 /// One table row per strategy: median and spread in ns per temporary, ratio to kbuf, and what
 /// each costs above the floor.
-void print_strategy_table(const std::vector<Strategy>& st, const char* kbuf_name) {
-  const Strategy* k = find(st, kbuf_name);
-  const Strategy* f = find(st, "floor");
+void print_contender_table(const std::vector<Contender>& st, const char* kbuf_name) {
+  const Contender* k = find(st, kbuf_name);
+  const Contender* f = find(st, "floor");
   const double km = k != nullptr ? summarize(k->ns_per_temp).median : 0;
   const double fm = f != nullptr ? summarize(f->ns_per_temp).median : 0;
   std::printf("  %-15s %-31s %9s %9s %9s %9s %9s %9s %11s\n", "strategy", "", "median", "p10",
@@ -114,8 +114,8 @@ void print_strategy_table(const std::vector<Strategy>& st, const char* kbuf_name
 }
 
 void csv_strategies(Context& c, const char* section, const std::string& workload, double x,
-                    const std::vector<Strategy>& st, const char* kbuf_name) {
-  const Strategy* k = find(st, kbuf_name);
+                    const std::vector<Contender>& st, const char* kbuf_name) {
+  const Contender* k = find(st, kbuf_name);
   const double km = k != nullptr ? summarize(k->ns_per_temp).median : 0;
   for (const auto& s : st) {
     const Summary m = summarize(s.ns_per_temp);
@@ -151,28 +151,28 @@ void section_round(Context& c) {
   mixed_round(*kb, shapes);  // the workload's first round
   const std::size_t first_fallbacks = alloc.statistics().fallbacks;
 
-  std::vector<Strategy> st;
+  std::vector<Contender> st;
   const std::size_t n = MixedShapes::count;
-  st.push_back(make_strategy("floor", n, [&] { mixed_round(*floor, shapes); }));
-  st.push_back(make_strategy("kbuf", n, [&] { mixed_round(*kb, shapes); }));
-  st.push_back(make_strategy("managed", n, [&] { mixed_round(*managed, shapes); }));
-  st.push_back(make_strategy("managed-noinit", n, [&] { mixed_round(*noinit, shapes); }));
-  st.push_back(make_strategy("kokkos_malloc", n, [&] { mixed_round(*km, shapes); }));
+  st.push_back(make_contender("floor", n, [&] { mixed_round(*floor, shapes); }));
+  st.push_back(make_contender("kbuf", n, [&] { mixed_round(*kb, shapes); }));
+  st.push_back(make_contender("managed", n, [&] { mixed_round(*managed, shapes); }));
+  st.push_back(make_contender("managed-noinit", n, [&] { mixed_round(*noinit, shapes); }));
+  st.push_back(make_contender("kokkos_malloc", n, [&] { mixed_round(*km, shapes); }));
 #if KBUF_BENCH_HAVE_PMR
   std::unique_ptr<PmrPolicy> pmr;
   if constexpr (host_space) {
     pmr = std::make_unique<PmrPolicy>(arena.data(), ab);
-    st.push_back(make_strategy("pmr-monotonic", n, [&] { mixed_round(*pmr, shapes); }));
+    st.push_back(make_contender("pmr-monotonic", n, [&] { mixed_round(*pmr, shapes); }));
   }
 #endif
-  st.push_back(make_strategy("bump", n, [&] { mixed_round(*bump, shapes); }));
-  st.push_back(make_strategy("floor-extents", n, [&] { mixed_round(*floor_extents, shapes); }));
+  st.push_back(make_contender("bump", n, [&] { mixed_round(*bump, shapes); }));
+  st.push_back(make_contender("floor-extents", n, [&] { mixed_round(*floor_extents, shapes); }));
   if (!measure_or_profile(c, "round", st)) return;
   const std::size_t late = alloc.statistics().fallbacks - first_fallbacks;
   c.late_fallbacks += late;
 
   std::printf("  ns per temporary; p10/p90/min/max over the interleaved samples\n");
-  print_strategy_table(st, "kbuf");
+  print_contender_table(st, "kbuf");
   std::printf(
       "  kbuf: %zu fallbacks in round 1 (empty allocator), %zu in the %zu rounds after; "
       "capacity %zu B, high-water mark %zu B\n",
@@ -273,8 +273,8 @@ ColdResult measure_cold(Context& c, const UniformShape& s_in, std::size_t initia
 }
 
 /// Builds and measures every strategy on rounds of `s` (count live temporaries of n doubles).
-std::vector<Strategy> measure_uniform(Context& c, const char* section, const UniformShape& s_in,
-                                      bool with_reference_variants, std::size_t* late_fallbacks) {
+std::vector<Contender> measure_uniform(Context& c, const char* section, const UniformShape& s_in,
+                                       bool with_reference_variants, std::size_t* late_fallbacks) {
   const std::vector<std::size_t> slot_bytes(s_in.count, s_in.n * sizeof(double));
   const std::size_t ab = arena_bytes_for(slot_bytes);
   auto arena = make_arena(ab);
@@ -298,25 +298,25 @@ std::vector<Strategy> measure_uniform(Context& c, const char* section, const Uni
   uniform_round(*kb, s, u);  // the workload's first round
   const std::size_t first_fallbacks = alloc.statistics().fallbacks;
 
-  std::vector<Strategy> st;
+  std::vector<Contender> st;
   const std::size_t n = s.count;
-  st.push_back(make_strategy("floor", n, [&] { uniform_round(*floor, s, u); }));
-  st.push_back(make_strategy("kbuf", n, [&] { uniform_round(*kb, s, u); }));
+  st.push_back(make_contender("floor", n, [&] { uniform_round(*floor, s, u); }));
+  st.push_back(make_contender("kbuf", n, [&] { uniform_round(*kb, s, u); }));
   if (with_reference_variants)
-    st.push_back(make_strategy("kbuf-scope", n, [&] { uniform_round(*kbs, s, u); }));
-  st.push_back(make_strategy("managed", n, [&] { uniform_round(*managed, s, m); }));
-  st.push_back(make_strategy("managed-noinit", n, [&] { uniform_round(*noinit, s, m); }));
-  st.push_back(make_strategy("kokkos_malloc", n, [&] { uniform_round(*km, s, u); }));
+    st.push_back(make_contender("kbuf-scope", n, [&] { uniform_round(*kbs, s, u); }));
+  st.push_back(make_contender("managed", n, [&] { uniform_round(*managed, s, m); }));
+  st.push_back(make_contender("managed-noinit", n, [&] { uniform_round(*noinit, s, m); }));
+  st.push_back(make_contender("kokkos_malloc", n, [&] { uniform_round(*km, s, u); }));
 #if KBUF_BENCH_HAVE_PMR
   std::unique_ptr<PmrPolicy> pmr;
   if constexpr (host_space) {
     pmr = std::make_unique<PmrPolicy>(arena.data(), ab);
-    st.push_back(make_strategy("pmr-monotonic", n, [&] { uniform_round(*pmr, s, u); }));
+    st.push_back(make_contender("pmr-monotonic", n, [&] { uniform_round(*pmr, s, u); }));
   }
 #endif
   if (with_reference_variants) {
-    st.push_back(make_strategy("bump", n, [&] { uniform_round(*bump, s, u); }));
-    st.push_back(make_strategy("floor-extents", n, [&] { uniform_round(*floor_extents, s, u); }));
+    st.push_back(make_contender("bump", n, [&] { uniform_round(*bump, s, u); }));
+    st.push_back(make_contender("floor-extents", n, [&] { uniform_round(*floor_extents, s, u); }));
   }
   if (!measure_or_profile(c, section, st)) return {};
   *late_fallbacks = alloc.statistics().fallbacks - first_fallbacks;
@@ -333,7 +333,7 @@ void section_pair(Context& c) {
   std::printf(
       "  ns per temporary; kbuf = checkpoint()/allocate/reset(cp), kbuf-scope = "
       "scope()/allocate/~Scope\n");
-  print_strategy_table(st, "kbuf");
+  print_contender_table(st, "kbuf");
   std::printf("  kbuf: %zu fallbacks after round 1\n", late);
   csv_strategies(c, "pair", "double64", 1, st, "kbuf");
 }
@@ -343,7 +343,7 @@ void section_pair(Context& c) {
 struct ScalingRow {
   std::string label;
   double x;
-  std::vector<Strategy> st;
+  std::vector<Contender> st;
   ColdResult cold;
   std::size_t late = 0;
 };
@@ -442,7 +442,7 @@ void section_warmup(Context& c) {
   std::printf("  %-18s %-6s %s\n", "workload", "", "fallbacks in rounds 1..10 | capacity after");
   for (const Workload& w : warmup_workloads()) {
     Allocator alloc;
-    HwmModel model;
+    TensorOperationsModel model;
     std::vector<std::size_t> kf, mf;
     for (std::size_t r = 0; r < rounds; ++r) {
       kf.push_back(run_workload_kbuf(alloc, w));

@@ -1,5 +1,6 @@
-# cmake -P script: fails unless README (-DREADME=...) contains, verbatim, the part of the example
-# (-DEXAMPLE=...) between its two "// [<MARKER>]" lines (-DMARKER=..., default usage).
+# cmake -P script: fails unless a Markdown page (-DREADME=..., the README or a docs/ page)
+# contains, verbatim, the part of the example (-DEXAMPLE=...) between its two "// [<MARKER>]"
+# lines (-DMARKER=..., default usage).
 if(NOT MARKER)
   set(MARKER usage)
 endif()
@@ -17,7 +18,7 @@ math(EXPR length "${last} - ${start}")
 string(SUBSTRING "${example}" ${start} ${length} snippet)
 string(FIND "${readme}" "${snippet}" found)
 if(found EQUAL -1)
-  message(FATAL_ERROR "README.md does not show the usage example of ${EXAMPLE} verbatim; "
+  message(FATAL_ERROR "${README} does not show the usage example of ${EXAMPLE} verbatim; "
                       "copy the part between the [${MARKER}] markers into it")
 endif()
-message(STATUS "README shows the ${MARKER} example verbatim")
+message(STATUS "${README} shows the ${MARKER} example verbatim")

@@ -43,7 +43,8 @@ int main(int argc, char* argv[]) {
       ok = ok && sum == 5000.0 && alloc.empty();
     }
     ok = ok && alloc.statistics().fallbacks == 2;  // both in round 0, none after
-  }  // allocators must end before Kokkos::finalize
+    // allocators must end before Kokkos::finalize, hence this block
+  }
   return ok ? 0 : 1;
 }
 // [usage]

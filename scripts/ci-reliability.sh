@@ -56,14 +56,15 @@ if has_stage valgrind; then extra_packages+=(valgrind); fi
 scripts/install-deps.sh "${extra_packages[@]}"
 
 start_all=$SECONDS
-common=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DKBUF_ENABLE_BENCHMARKS=OFF "${extra_cmake[@]}")
+# Each stage configures with its preset in CMakePresets.json (asan, fuzz, valgrind) into its own
+# folder under the build root; KBUF_CMAKE_ARGS adds or overrides options.
 
 # ---- 1. The test suite under ASan + UBSan ---------------------------------------------------
 if has_stage asan; then
   say "ASan+UBSan build of the tests and examples (g++)"
   t0=$SECONDS
   b="$build_root/asan"
-  cmake -S . -B "$b" "${common[@]}" -DKBUF_SANITIZE=ON -DKBUF_ENABLE_KERNELS=OFF >/dev/null
+  cmake --preset asan -B "$b" "${extra_cmake[@]}" >/dev/null
   nice cmake --build "$b" -j "$jobs"
   say "ASan+UBSan test suite"
   # Options are compiled in (cmake/kbufSanitize.cmake); repeated here so that logs show them.
@@ -93,8 +94,7 @@ if has_stage fuzz; then
   say "fuzzer build (clang++-14, libFuzzer + ASan + UBSan)"
   t0=$SECONDS
   b="$build_root/fuzz"
-  cmake -S . -B "$b" "${common[@]}" -DCMAKE_CXX_COMPILER=clang++-14 -DKBUF_ENABLE_FUZZER=ON \
-    -DKBUF_ENABLE_KERNELS=OFF -DKBUF_ENABLE_EXAMPLES=OFF -DBUILD_TESTING=OFF >/dev/null
+  cmake --preset fuzz -B "$b" "${extra_cmake[@]}" >/dev/null
   nice cmake --build "$b" -j "$jobs" --target kbuf-fuzz-allocator
   fuzzer="$b/fuzz/kbuf-fuzz-allocator"
 
@@ -125,7 +125,7 @@ if has_stage valgrind; then
   say "plain build of the tests and examples for valgrind"
   t0=$SECONDS
   b="$build_root/valgrind"
-  cmake -S . -B "$b" "${common[@]}" -DKBUF_ENABLE_KERNELS=OFF -DKBUF_ENABLE_EXAMPLES=ON >/dev/null
+  cmake --preset valgrind -B "$b" "${extra_cmake[@]}" >/dev/null
   nice cmake --build "$b" -j "$jobs"
   mapfile -t exes < <(find "$b/tests" "$b/examples" -type f -perm -u+x \
                         \( -name 'kbuf-test-*' -o -name 'kbuf-usage' \) | sort)

@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${KBUF_BUILD_DIR:-build-release}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF ${KBUF_CMAKE_ARGS:-} >/dev/null
+# The `release` preset (CMakePresets.json); KBUF_CMAKE_ARGS adds or overrides options.
+cmake --preset release -B "$build" ${KBUF_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" --target kbuf-demo -j "$(nproc)"
 exec "$build/src/demo/kbuf-demo" "$@"

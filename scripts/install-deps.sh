@@ -7,11 +7,18 @@
 #   liblapack-dev libblas-dev         the liblapack.so / libblas.so that Debian's Kokkos Kernels
 #                                     names in its CMake targets but does not depend on
 #   doctest-dev                       the test framework
-# Extra package names given as arguments are installed too (the reliability stages use this).
+#
+#   scripts/install-deps.sh [PACKAGE...]         the list above and the named packages
+#   scripts/install-deps.sh --only PACKAGE...    only the named packages (e.g. clang-format)
 set -euo pipefail
 
-packages=(g++ make cmake python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
-          liblapack-dev libblas-dev doctest-dev "$@")
+if [ "${1:-}" = "--only" ]; then
+  shift
+  packages=("$@")
+else
+  packages=(g++ make cmake python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
+            liblapack-dev libblas-dev doctest-dev "$@")
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

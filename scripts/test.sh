@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${KBUF_BUILD_DIR:-build}
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${KBUF_CMAKE_ARGS:-}
+# The `dev` preset (CMakePresets.json); KBUF_CMAKE_ARGS adds or overrides options.
+cmake --preset dev -B "$build" ${KBUF_CMAKE_ARGS:-}
 cmake --build "$build" -j "$(nproc)"
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)"

@@ -70,7 +70,9 @@ class BufferAllocator final {
   using raw_view = Kokkos::View<unsigned char*, MemorySpace>;
 
  public:
+  /// The Kokkos memory space of the buffer, the fallbacks and every temporary.
   using memory_space = MemorySpace;
+  /// The execution space whose instance the allocator is bound to and fences.
   using execution_space = typename MemorySpace::execution_space;
   /// The type of every temporary: an unmanaged View in `MemorySpace`.
   template <class DataType, class Layout = Kokkos::LayoutRight>
@@ -112,6 +114,7 @@ class BufferAllocator final {
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
     Scope& operator=(Scope&&) = delete;
+    /// Takes over `other`'s checkpoint; `other` then does nothing when destroyed.
     Scope(Scope&& other) noexcept
         : alloc_(std::exchange(other.alloc_, nullptr)),
           checkpoint_(other.checkpoint_),

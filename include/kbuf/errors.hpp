@@ -24,7 +24,9 @@ class logic_error : public std::logic_error {
 /// message names the call, the allocator's label, the size and the memory space.
 class out_of_memory : public std::bad_alloc {
  public:
+  /// An exception whose `what()` is `what`.
   explicit out_of_memory(const std::string& what) : message_(what) {}
+  /// The message: the size that could not be had and the memory space.
   [[nodiscard]] const char* what() const noexcept override { return message_.what(); }
 
  private:

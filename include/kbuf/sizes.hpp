@@ -60,12 +60,15 @@ constexpr std::size_t align_up(std::size_t n, std::size_t a) noexcept {
 
 /// Byte literals: `using namespace kbuf::literals; alloc.resize(5_MiB);`
 namespace literals {
+/// `n` kibibytes (`n * 1024`) in bytes.
 constexpr std::size_t operator""_KiB(unsigned long long n) noexcept {
   return static_cast<std::size_t>(n) << 10;
 }
+/// `n` mebibytes (`n * 1024 * 1024`) in bytes.
 constexpr std::size_t operator""_MiB(unsigned long long n) noexcept {
   return static_cast<std::size_t>(n) << 20;
 }
+/// `n` gibibytes (`n * 1024 * 1024 * 1024`) in bytes.
 constexpr std::size_t operator""_GiB(unsigned long long n) noexcept {
   return static_cast<std::size_t>(n) << 30;
 }

@@ -212,7 +212,7 @@ double median(std::vector<double> v) { return kbuf_bench::summarize(std::move(v)
 
 struct Row {
   std::size_t bond, phys;
-  Strategy strategy;
+  TemporaryPolicy strategy;
   std::size_t reps;
   double median_us, min_us;
   double temporaries;
@@ -224,7 +224,7 @@ struct Row {
 
 template <class T>
 struct Runner {
-  Strategy strategy;
+  TemporaryPolicy strategy;
   std::unique_ptr<kbuf::BufferAllocator<space>> alloc;
   std::unique_ptr<Temporaries<space>> tmp;
   Tensor<T, space> hraa;
@@ -232,8 +232,8 @@ struct Runner {
   std::vector<double> times;
   std::size_t calls = 0;
 
-  Runner(Strategy s, const Network<T, space>& net) : strategy(s) {
-    if (s == Strategy::kbuf) {
+  Runner(TemporaryPolicy s, const Network<T, space>& net) : strategy(s) {
+    if (s == TemporaryPolicy::kbuf) {
       alloc = std::make_unique<kbuf::BufferAllocator<space>>();  // empty: grows in the warm-up
       tmp = std::make_unique<Temporaries<space>>(*alloc);
     } else {
@@ -556,8 +556,8 @@ int run(const Options& o) {
 
   std::vector<Row> rows;
   bool ok = true;
-  const Strategy strategies[] = {Strategy::kbuf, Strategy::fresh_views,
-                                 Strategy::fresh_views_initialized};
+  const TemporaryPolicy strategies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
+                                        TemporaryPolicy::fresh_views_initialized};
   for (std::size_t bond : o.bonds) {
     const auto host = random_host_network<T>(bond, o.phys, 2024);
     const auto net = to_device<T, space>(host);
@@ -569,7 +569,7 @@ int run(const Options& o) {
     const T ref_direct_energy = direct ? reference_expectation_value(host, ref_direct) : T(0);
 
     std::vector<std::unique_ptr<Runner<T>>> runners;
-    for (Strategy s : strategies) runners.push_back(std::make_unique<Runner<T>>(s, net));
+    for (TemporaryPolicy s : strategies) runners.push_back(std::make_unique<Runner<T>>(s, net));
 
     // Warm-up: two contractions each (the first grows kbuf's buffer), then three to size reps.
     double probe = 0;
@@ -630,7 +630,7 @@ int run(const Options& o) {
       row.median_us = 1e6 * median(r->times);
       row.min_us = 1e6 * *std::min_element(r->times.begin(), r->times.end());
       row.temporaries = static_cast<double>(r->tmp->count()) / static_cast<double>(r->calls);
-      if (r->strategy == Strategy::kbuf) {
+      if (r->strategy == TemporaryPolicy::kbuf) {
         row.temporaries = per_contraction;
         row.has_buffer = true;
         row.capacity = alloc.capacity();

@@ -253,5 +253,5 @@ TEST_CASE("bad labels throw kbuf::logic_error naming the call and allocate nothi
   const auto wrong = make_tensor<T, space>("C", {2, 5});
   CHECK_THROWS_AS(contract_into(tmp, wrong, "i,j", a, "i,k", b, "k,j"), kbuf::logic_error);
   CHECK(tmp.count() == 0);
-  CHECK_THROWS_AS(static_cast<void>(Tmp(Strategy::kbuf)), kbuf::logic_error);
+  CHECK_THROWS_AS(static_cast<void>(Tmp(TemporaryPolicy::kbuf)), kbuf::logic_error);
 }

@@ -75,8 +75,8 @@ TEST_CASE_TEMPLATE("kbuf temporaries and fresh Views with and without initialisa
   const auto net = to_device<T, space>(host);
   Alloc alloc(1 << 10);  // too small at first: fallbacks, then regrowth
   Tmp kb(alloc);
-  Tmp plain(Strategy::fresh_views);
-  Tmp zeroed(Strategy::fresh_views_initialized);
+  Tmp plain(TemporaryPolicy::fresh_views);
+  Tmp zeroed(TemporaryPolicy::fresh_views_initialized);
   const auto h1 = make_hraa(net), h2 = make_hraa(net), h3 = make_hraa(net);
   T e1(0);
   for (int rep = 0; rep < 2; ++rep) e1 = contract_network(kb, net, h1);
@@ -90,7 +90,7 @@ TEST_CASE_TEMPLATE("kbuf temporaries and fresh Views with and without initialisa
   CHECK(relative_error(r1, reference_hraa(host)) < 1e-12);
   CHECK(kb.count() == 2 * plain.count());
   CHECK(plain.count() == zeroed.count());
-  CHECK(plain.strategy() == Strategy::fresh_views);
+  CHECK(plain.policy() == TemporaryPolicy::fresh_views);
   CHECK(plain.allocator() == nullptr);
   CHECK(kb.allocator() == &alloc);
 }

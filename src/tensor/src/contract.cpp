@@ -24,13 +24,13 @@ std::string to_string(const Labels& labels) {
   return s;
 }
 
-const char* to_string(Strategy strategy) noexcept {
-  switch (strategy) {
-    case Strategy::kbuf:
+const char* to_string(TemporaryPolicy policy) noexcept {
+  switch (policy) {
+    case TemporaryPolicy::kbuf:
       return "kbuf";
-    case Strategy::fresh_views:
+    case TemporaryPolicy::fresh_views:
       return "View(noinit)";
-    case Strategy::fresh_views_initialized:
+    case TemporaryPolicy::fresh_views_initialized:
       return "View(init)";
   }
   return "?";

@@ -14,20 +14,20 @@
 namespace kbuf_tensor {
 
 /// How temporaries are obtained.
-enum class Strategy {
+enum class TemporaryPolicy {
   kbuf,                     ///< carved out of a kbuf::BufferAllocator (unmanaged Views)
   fresh_views,              ///< a fresh managed View each, allocated WithoutInitializing
   fresh_views_initialized,  ///< a fresh managed View each, default-initialised (zero-filled)
 };
 
 /// "kbuf", "View(noinit)", "View(init)".
-const char* to_string(Strategy strategy) noexcept;
+const char* to_string(TemporaryPolicy policy) noexcept;
 
-/// Hands out the temporaries of contractions following one `Strategy`, and counts them.
+/// Hands out the temporaries of contractions following one `TemporaryPolicy`, and counts them.
 ///
 /// A temporary is a 1-D `Kokkos::View<T*, LayoutRight, MemorySpace>` with uninitialised
-/// contents (zero for `fresh_views_initialized`). With `Strategy::kbuf` it is an unmanaged view
-/// of the allocator's buffer, valid until the enclosing `scope()` ends; with the fresh-View
+/// contents (zero for `fresh_views_initialized`). With `TemporaryPolicy::kbuf` it is an unmanaged
+/// view of the allocator's buffer, valid until the enclosing `scope()` ends; with the fresh-View
 /// strategies it owns its memory and lives as long as a copy of the handle does. Code that uses
 /// temporaries only inside a `scope()` and keeps no handle beyond it works for all three.
 ///
@@ -40,23 +40,24 @@ class Temporaries {
   template <class T>
   using view = Kokkos::View<T*, Kokkos::LayoutRight, MemorySpace>;
 
-  /// Temporaries served by `alloc` (Strategy::kbuf).
+  /// Temporaries served by `alloc` (TemporaryPolicy::kbuf).
   explicit Temporaries(allocator_type& alloc) noexcept
-      : strategy_(Strategy::kbuf), alloc_(&alloc) {}
+      : policy_(TemporaryPolicy::kbuf), alloc_(&alloc) {}
 
   /// Temporaries that are fresh managed Views.
-  /// @throws kbuf::logic_error for Strategy::kbuf (which needs an allocator).
-  explicit Temporaries(Strategy strategy) : strategy_(strategy) {
-    KBUF_EXPECTS(strategy != Strategy::kbuf,
-                 "kbuf_tensor::Temporaries(Strategy::kbuf): pass the kbuf::BufferAllocator "
-                 "instead of the strategy");
+  /// @throws kbuf::logic_error for TemporaryPolicy::kbuf (which needs an allocator).
+  explicit Temporaries(TemporaryPolicy policy) : policy_(policy) {
+    KBUF_EXPECTS(policy != TemporaryPolicy::kbuf,
+                 "kbuf_tensor::Temporaries(TemporaryPolicy::kbuf): pass the kbuf::BufferAllocator "
+                 "instead of the policy");
   }
 
   Temporaries(const Temporaries&) = delete;
   Temporaries& operator=(const Temporaries&) = delete;
 
-  [[nodiscard]] Strategy strategy() const noexcept { return strategy_; }
-  /// The allocator (Strategy::kbuf), else nullptr.
+  /// The policy these temporaries follow.
+  [[nodiscard]] TemporaryPolicy policy() const noexcept { return policy_; }
+  /// The allocator (TemporaryPolicy::kbuf), else nullptr.
   [[nodiscard]] allocator_type* allocator() const noexcept { return alloc_; }
   /// Temporaries handed out since construction.
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
@@ -66,19 +67,19 @@ class Temporaries {
   template <class T>
   view<T> allocate(std::size_t n) {
     ++count_;
-    switch (strategy_) {
-      case Strategy::kbuf:
+    switch (policy_) {
+      case TemporaryPolicy::kbuf:
         return alloc_->template allocate<T*>(n);
-      case Strategy::fresh_views:
+      case TemporaryPolicy::fresh_views:
         return view<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "temporary"), n);
-      case Strategy::fresh_views_initialized:
+      case TemporaryPolicy::fresh_views_initialized:
       default:
         return view<T>("temporary", n);
     }
   }
 
-  /// RAII: with Strategy::kbuf, releases every temporary allocated after it was made when it is
-  /// destroyed (a `kbuf::BufferAllocator::Scope`); with fresh Views it does nothing (they are
+  /// RAII: with TemporaryPolicy::kbuf, releases every temporary allocated after it was made when it
+  /// is destroyed (a `kbuf::BufferAllocator::Scope`); with fresh Views it does nothing (they are
   /// freed when their last handle goes).
   class Scope {
    public:
@@ -102,7 +103,7 @@ class Temporaries {
   }
 
  private:
-  Strategy strategy_;
+  TemporaryPolicy policy_;
   allocator_type* alloc_ = nullptr;
   std::size_t count_ = 0;
 };

@@ -1,15 +1,15 @@
 // The ways a Kokkos user can get a temporary, behind one interface, and the rounds of
 // temporaries the benchmark runs through each of them.
 //
-// A strategy ("policy") P provides
+// A policy P provides
 //   view_t<DataType, Layout>          the view type it hands out;
 //   Mark begin();  void end(Mark&);   bracket one round: everything made in between is released
 //                                     by end() (or, for managed Views, by their destructors);
 //   make<DataType, Layout>(slot, extents...)  one temporary; `slot` is its index in the round,
 //                                     used only by the floor to find its precomputed address;
 //   release_slots(views, n)           drop n views kept in an array (managed Views free here).
-#ifndef KBUF_BENCH_STRATEGIES_HPP
-#define KBUF_BENCH_STRATEGIES_HPP
+#ifndef KBUF_BENCH_POLICIES_HPP
+#define KBUF_BENCH_POLICIES_HPP
 
 #include <kbuf/kbuf.hpp>
 
@@ -397,4 +397,4 @@ inline void fence() {
 
 }  // namespace kbuf_bench
 
-#endif  // KBUF_BENCH_STRATEGIES_HPP
+#endif  // KBUF_BENCH_POLICIES_HPP

@@ -7,19 +7,19 @@
 // what was carved, plus the one request that overflowed, so the fallbacks live at the same time
 // are forgotten. A full reset grows the buffer to that mark. kbuf instead counts every live
 // fallback in its mark, so its second round fits entirely.
-#ifndef KBUF_BENCH_TO_MODEL_HPP
-#define KBUF_BENCH_TO_MODEL_HPP
+#ifndef KBUF_BENCH_TENSOROPERATIONS_MODEL_HPP
+#define KBUF_BENCH_TENSOROPERATIONS_MODEL_HPP
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "strategies.hpp"
+#include "policies.hpp"
 
 namespace kbuf_bench {
 
-class HwmModel {
+class TensorOperationsModel {
  public:
   struct Checkpoint {
     std::size_t offset = 0;
@@ -143,9 +143,9 @@ inline std::size_t run_workload_kbuf(Allocator& alloc, const Workload& w) {
 }
 
 /// Runs one round on the model; returns the fallbacks it needed.
-inline std::size_t run_workload_model(HwmModel& model, const Workload& w) {
+inline std::size_t run_workload_model(TensorOperationsModel& model, const Workload& w) {
   const std::size_t before = model.fallbacks();
-  std::vector<HwmModel::Checkpoint> stack;
+  std::vector<TensorOperationsModel::Checkpoint> stack;
   for (const Op& op : w.ops) {
     if (op.kind == Op::alloc) {
       using V = unmanaged_view<double*, Kokkos::LayoutRight>;
@@ -165,4 +165,4 @@ inline std::size_t run_workload_model(HwmModel& model, const Workload& w) {
 
 }  // namespace kbuf_bench
 
-#endif  // KBUF_BENCH_TO_MODEL_HPP
+#endif  // KBUF_BENCH_TENSOROPERATIONS_MODEL_HPP
