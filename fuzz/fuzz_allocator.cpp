@@ -5,7 +5,8 @@
 // signed or unsigned extents including negative and huge ones), checkpoint (into a table of
 // eight, stale and foreign ones included), reset(checkpoint), reset(), scope begin/end,
 // resize, sizehint and fence calls on two allocators with fuzzed alignments. After every step
-// a reference model written from the documented semantics checks the allocator:
+// the reference model (tests/support/model.hpp, written from the documented semantics and
+// shared with tests/unit/test_model.cpp) checks the allocator:
 //  - capacity, used, high-water mark, emptiness, live fallbacks and every statistic agree;
 //  - every live temporary is aligned to max(alignment, alignof(T)), lies inside the used part
 //    of the buffer or outside it (a fallback), is_live() says so, ASan sees it addressable,
@@ -24,6 +25,9 @@
 #include <sanitizer/asan_interface.h>
 
 #include <kbuf/kbuf.hpp>
+
+#include "model.hpp"         // the reference model, shared with tests/unit/test_model.cpp
+#include "test_support.hpp"  // the element types, shared with the tests
 
 #include <algorithm>
 #include <cstdint>
@@ -48,7 +52,6 @@ namespace {
 
 using Alloc = kbuf::BufferAllocator<Kokkos::HostSpace>;
 using u64 = std::uint64_t;
-using u128 = unsigned __int128;
 
 constexpr std::size_t kSizeMax = std::numeric_limits<std::size_t>::max();
 constexpr std::size_t kAllocLimit = std::size_t{64} << 20;  // max_allocation_size_mb above
@@ -71,38 +74,11 @@ static_assert(kbuf::asan_poisoning_enabled, "the fuzzer checks poisoning: build 
     if (!(cond)) die(__FILE__, __LINE__, kbuf::Impl::concat(#cond, " -- ", __VA_ARGS__)); \
   } while (false)
 
-// ---- Element types ---------------------------------------------------------------------------
-struct Pod12 {
-  float x, y, z;
-};
-struct alignas(128) Wide {
-  double v[16];
-};
-struct alignas(4096) Page {
-  unsigned char b[4096];
-};
+// ---- Element types (shared with the tests) ---------------------------------------------
+using kbuf_test::Page;   // aligned to 4096
+using kbuf_test::Pod12;  // 12 bytes, aligned to 4
+using kbuf_test::Wide;   // aligned to 128
 constexpr int kTypes = 7;
-
-// ---- Pure helpers of the model (written from the documentation, not from the code) ----------
-std::size_t align_up(std::size_t n, std::size_t a) {
-  return (n + a - 1) / a * a;
-}
-
-// kbuf::buffer_size as documented; false when the rounded size does not fit in size_t.
-bool model_buffer_size(std::size_t n, std::size_t* out) {
-  const std::size_t page = kbuf::page_size();
-  if (n == 0) {
-    *out = 0;
-  } else if (n <= page) {
-    std::size_t p = 1;
-    while (p < n) p <<= 1;
-    *out = p;
-  } else {
-    if (n > kSizeMax - (page - 1)) return false;
-    *out = (n + page - 1) / page * page;
-  }
-  return true;
-}
 
 std::uint8_t pattern(std::uint32_t seed, std::size_t i) {
   return static_cast<std::uint8_t>((seed * 2654435761u + static_cast<std::uint32_t>(i) * 40503u) >>
@@ -127,20 +103,8 @@ __attribute__((no_sanitize_address, noinline)) std::uint8_t peek(const unsigned 
 }
 
 // ---- The model -------------------------------------------------------------------------------
-struct Temp {
-  unsigned char* data;
-  std::size_t nbytes;
-  std::size_t align;
-  std::uint32_t seed;
-  bool fallback;
-  u64 token;
-};
-
-struct ModelCheckpoint {
-  int owner = -1;  // -1: default-constructed
-  u64 token = 0;
-  std::size_t depth = 0, used = 0, need = 0, nfallbacks = 0;
-};
+using Temp = kbuf_model::Temporary;
+using ModelCheckpoint = kbuf_model::Checkpoint;
 
 struct Observed {
   std::size_t capacity, used, hwm, alignment, live_fallbacks;
@@ -175,57 +139,16 @@ std::string differences(const Observed& x, const Observed& y) {
   return d;
 }
 
-class Model {
+// The model of one allocator, and the allocator it models.
+class Model : public kbuf_model::Allocator {
  public:
   Model(int id, Alloc& alloc, std::size_t alignment, std::size_t capacity)
-      : id(id), alloc(alloc), alignment(alignment), capacity(capacity) {}
+      : kbuf_model::Allocator(id, alignment, capacity), alloc(alloc) {}
 
-  const int id;
   Alloc& alloc;
-  std::size_t alignment;
-  std::size_t capacity;
-  std::size_t used = 0, need = 0, hwm = 0;
-  bool shrink = false;
-  std::vector<Temp> live;
-  std::size_t nfallbacks = 0;
-  u64 next_token = 1;
-  kbuf::Statistics stats{};
-
-  std::size_t depth() const { return live.size(); }
-
-  ModelCheckpoint checkpoint() const {
-    ModelCheckpoint cp;
-    cp.owner = id;
-    cp.token = live.empty() ? 0 : live.back().token;
-    cp.depth = depth();
-    cp.used = used;
-    cp.need = need;
-    cp.nfallbacks = nfallbacks;
-    return cp;
-  }
-
-  bool valid(const ModelCheckpoint& cp) const {
-    return cp.owner == id && cp.depth <= depth() &&
-           (cp.depth == 0 || live[cp.depth - 1].token == cp.token);
-  }
-
-  void release_to(const ModelCheckpoint& cp) {
-    if (nfallbacks > cp.nfallbacks) ++stats.fences;  // fallbacks are freed after a fence
-    live.resize(cp.depth);
-    nfallbacks = cp.nfallbacks;
-    used = cp.used;
-    need = cp.need;
-    ++stats.resets;
-  }
-
-  void replaced_buffer(std::size_t new_capacity) {
-    capacity = new_capacity;
-    ++stats.regrows;
-  }
 
   Observed expected() const {
-    Observed o{capacity, used, hwm, alignment, nfallbacks, live.empty(), stats};
-    return o;
+    return Observed{capacity, used, hwm, alignment, nfallbacks, live.empty(), stats};
   }
 };
 
@@ -365,34 +288,12 @@ std::size_t type_align(int type) {
 
 // The model's verdict on a request's byte count: 0 ok (bytes set), 1 bad input (logic_error).
 int request_bytes(const Request& r, std::size_t* bytes) {
-  u128 product = type_size(r.type);
   if (r.rank == 1 && r.unsigned_extent) {
-    product *= r.uext;
-  } else {
-    const int n = r.rank == 5 ? 1 : r.rank;
-    const std::int64_t* e = r.ext;
-    for (int i = 0; i < n; ++i) {
-      if (e[i] < 0) return 1;
-    }
-    // Kokkos keeps the runtime extents of Views with three or more of them in 32 bits.
-    for (int i = 0; i < n && n >= 3; ++i) {
-      if (static_cast<u64>(e[i]) > 0xFFFFFFFFu) return 1;
-    }
-    if (r.rank == 5) product *= 3;
-    bool zero = false;
-    for (int i = 0; i < n; ++i) zero |= e[i] == 0;
-    if (zero) {
-      *bytes = 0;
-      return 0;
-    }
-    for (int i = 0; i < n; ++i) {
-      product *= static_cast<u64>(e[i]);
-      if (product > kSizeMax) return 1;
-    }
+    return kbuf_model::byte_count(type_size(r.type), r.uext, bytes) ? 0 : 1;
   }
-  if (product > kSizeMax) return 1;
-  *bytes = static_cast<std::size_t>(product);
-  return 0;
+  const int n = r.rank == 5 ? 1 : r.rank;  // rank 5: `T*[3]`, one runtime extent
+  const std::size_t entry_bytes = type_size(r.type) * (r.rank == 5 ? 3 : 1);
+  return kbuf_model::byte_count(entry_bytes, r.ext, n, bytes) ? 0 : 1;
 }
 
 // ---- Operations ----------------------------------------------------------------------------
@@ -567,7 +468,7 @@ class World {
         break;
       case Kind::reset_all:
         m.alloc.reset();
-        m.release_to(ModelCheckpoint{m.id, 0, 0, 0, 0, 0});
+        m.reset();
         break;
       case Kind::scope_begin:
         scopes_.push_back(
@@ -582,16 +483,11 @@ class World {
         break;
       case Kind::sizehint:
         m.alloc.sizehint(op.n, op.shrink);
-        if (op.shrink) {
-          m.hwm = std::max(op.n, m.need);
-          m.shrink = true;
-        } else {
-          m.hwm = std::max(m.hwm, op.n);
-        }
+        m.sizehint(op.n, op.shrink);
         break;
       case Kind::fence:
         m.alloc.fence();
-        ++m.stats.fences;
+        m.fenced();
         break;
     }
     verify_all();
@@ -653,28 +549,19 @@ class World {
       FCHECK(g.error == 0, "a zero-sized temporary is valid; got ", g.what);
       FCHECK(g.shape_ok, g.shape);
       FCHECK(g.span_bytes == 0, "zero-sized span");
-      ++m.stats.temporaries;
+      m.allocated_empty();
       return 0;
     }
-    const std::size_t a = std::max(m.alignment, type_align(r.type));
-    const std::size_t need_start = align_up(m.need, m.alignment) + (a - m.alignment);
-    bool may_fail = nbytes > kSizeMax - need_start;  // cannot even be counted
+    const kbuf_model::Plan plan = m.plan(nbytes, type_align(r.type));
+    const std::size_t a = plan.a;
+    bool may_fail = plan.cannot_be_had();
     bool must_fail = may_fail;
-
-    // A pending regrowth happens first (empty allocator, high-water mark above capacity or a
-    // shrink requested).
-    bool regrow = false;
-    std::size_t new_capacity = m.capacity;
-    if (!must_fail && m.depth() == 0 && (m.hwm > m.capacity || m.shrink)) {
-      std::size_t target = 0;
-      if (!model_buffer_size(m.hwm, &target)) {
-        may_fail = must_fail = true;
-      } else if (target > m.capacity || (m.shrink && target != m.capacity)) {
-        regrow = true;
-        new_capacity = target;
-        if (target > kAllocLimit - kSlack) may_fail = true;
-        if (target > kAllocLimit) must_fail = true;
-      }
+    const bool regrow = plan.regrow;
+    const std::size_t new_capacity = plan.new_capacity;
+    // A pending regrowth happens first; within the memory limit or not.
+    if (regrow) {
+      if (new_capacity > kAllocLimit - kSlack) may_fail = true;
+      if (new_capacity > kAllocLimit) must_fail = true;
     }
     // Will it fall back? Only known once the buffer's address is (it is aligned to alignment()
     // only). Worst case for the prediction of failure:
@@ -697,39 +584,19 @@ class World {
     FCHECK(!must_fail, "a request that cannot be had succeeded: ", nbytes, " bytes");
     FCHECK(g.shape_ok, g.shape);
     FCHECK(g.span_bytes == nbytes, "span ", g.span_bytes, " != ", nbytes);
-    if (regrow) {
-      if (m.capacity != 0) ++m.stats.fences;
-      m.replaced_buffer(new_capacity);
-    }
-    if (m.depth() == 0) m.shrink = false;  // a pending regrowth was done (or not needed)
-
     const unsigned char* base = m.alloc.buffer().data();
     const std::uintptr_t ubase = reinterpret_cast<std::uintptr_t>(base);
-    std::size_t start = 0;
-    bool fits = false;
-    if (m.capacity != 0) {
-      start = static_cast<std::size_t>(align_up(ubase + m.used, a) - ubase);
-      fits = start <= m.capacity && nbytes <= m.capacity - start;
-    }
-    Temp t{g.data, nbytes, a, next_seed_++, !fits, m.next_token++};
+    const std::size_t used_before = m.used;
+    const kbuf_model::Placement where = m.allocated(plan, ubase, g.data, next_seed_++);
+    const Temp& t = m.live.back();
     FCHECK(reinterpret_cast<std::uintptr_t>(g.data) % a == 0,
            "misaligned temporary: ", static_cast<const void*>(g.data), " for alignment ", a);
-    if (fits) {
-      FCHECK(g.data == base + start, "carved at ", static_cast<const void*>(g.data),
-             ", expected offset ", start);
-      m.used = start + nbytes;
-      ++m.stats.temporaries;
-      m.stats.peak_used = std::max(m.stats.peak_used, m.used);
+    if (where.fits) {
+      FCHECK(g.data == base + where.start, "carved at ", static_cast<const void*>(g.data),
+             ", expected offset ", where.start, " (used was ", used_before, ")");
     } else {
       FCHECK(!fallback_must_fail, "a fallback that cannot be had succeeded");
-      ++m.nfallbacks;
-      ++m.stats.fallbacks;
-      m.stats.fallback_bytes += nbytes;
     }
-    m.live.push_back(t);
-    m.stats.peak_live = std::max(m.stats.peak_live, m.depth());
-    m.need = need_start + nbytes;
-    m.hwm = std::max(m.hwm, m.need);
     for_pattern_bytes(nbytes, [&](std::size_t i) { t.data[i] = pattern(t.seed, i); });
     (void)may_fail;
     return 0;
@@ -778,8 +645,7 @@ class World {
       what = e.what();
     }
     std::size_t target = 0;
-    const bool representable = model_buffer_size(n, &target);
-    if (m.depth() != 0 || !representable) {
+    if (m.resize_refused(n, &target)) {
       FCHECK(error == 1, "resize(", n, ") must throw logic_error (depth ", m.depth(), ")");
       FCHECK(differences(before, observe(m.alloc)).empty(), "a refused resize changed ",
              differences(before, observe(m.alloc)));
@@ -791,16 +657,11 @@ class World {
              ") failed unexpectedly: ", what);
       FCHECK(differences(before, observe(m.alloc)).empty(), "a refused resize changed ",
              differences(before, observe(m.alloc)));
-      if (m.capacity != 0) ++m.stats.fences;
+      if (m.capacity != 0) m.fenced();
       return 2;
     }
     FCHECK(target <= kAllocLimit, "resize to ", target, " bytes cannot have succeeded");
-    if (replace) {
-      if (m.capacity != 0) ++m.stats.fences;
-      m.replaced_buffer(target);
-    }
-    if (m.hwm > m.capacity) m.hwm = m.capacity;
-    m.shrink = false;
+    m.resized(target);
     return 0;
   }
 
@@ -897,13 +758,13 @@ void run_program(const std::uint8_t* data, std::size_t size) {
   }
   std::size_t sizehint = in.ConsumeBool() ? 0 : decode_size(in);
   std::size_t capacity = 0;
-  if (!model_buffer_size(sizehint, &capacity) || capacity > kAllocLimit - kSlack) {
+  if (!kbuf_model::buffer_size(sizehint, &capacity) || capacity > kAllocLimit - kSlack) {
     bool threw = false;
     try {
       Alloc doomed(sizehint, alignment);
       threw = doomed.capacity() <= kAllocLimit;  // may succeed only near the limit
     } catch (const kbuf::logic_error&) {
-      threw = !model_buffer_size(sizehint, &capacity);
+      threw = !kbuf_model::buffer_size(sizehint, &capacity);
     } catch (const kbuf::out_of_memory&) {
       threw = true;
     }
@@ -948,7 +809,7 @@ void run_program(const std::uint8_t* data, std::size_t size) {
     world.end_all_scopes();
   }
   b.reset();
-  mb.release_to(ModelCheckpoint{0, 0, 0, 0, 0, 0});
+  mb.reset();
   const kbuf::Statistics warm = b.statistics();
   if (b.high_water_mark() > kConvergenceLimit) return;  // a second round might not fit in memory
   for (const int outcome : first) {

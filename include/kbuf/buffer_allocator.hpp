@@ -211,7 +211,7 @@ class BufferAllocator final {
 
     // Negative extents, extents V cannot hold, a size that overflows: kbuf::logic_error.
     const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
-        [this](auto... e) { refuse_extents<DataType, V>(e...); }, extents...);
+        [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
 
     using pointer = typename V::pointer_type;
     if (nbytes == 0) {

@@ -46,7 +46,7 @@ TEST_CASE("a new buffer is poisoned until temporaries are handed out") {
         base_of(alloc));
 }
 
-TEST_CASE("a temporary is addressable; padding and the unused tail stay poisoned") {
+TEST_CASE("a temporary is addressable, and its padding and the unused tail stay poisoned") {
   HostAlloc alloc(4_KiB);
   auto a = alloc.allocate<double*>(3);  // 24 bytes, then padding to the next 64
   auto b = alloc.allocate<double*>(5);

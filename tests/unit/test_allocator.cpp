@@ -330,7 +330,7 @@ TEST_CASE("resize below the high-water mark is not undone by the next allocate")
   (void)a;
 }
 
-TEST_CASE("sizehint raises the growth target; with shrink it sets it") {
+TEST_CASE("sizehint raises the growth target, and with shrink it sets it") {
   Alloc alloc(1_KiB);
   alloc.sizehint(100_KiB);
   CHECK(alloc.high_water_mark() == 100_KiB);

@@ -9,6 +9,7 @@
 // program on the warmed-up allocator needs no fallback.
 #include <doctest/doctest.h>
 
+#include "model.hpp"
 #include "test_support.hpp"
 
 #include <algorithm>
@@ -33,16 +34,10 @@ struct Op {
   bool shrink = false;
 };
 
-struct Range {
-  std::uintptr_t begin, end;
-  bool fallback;
-  std::uint64_t token;
-};
-
+// A checkpoint or scope of the program: the real one and the model's.
 struct ModelCheckpoint {
   Alloc::Checkpoint cp;
-  std::vector<std::uint64_t> tokens;  // the live temporaries when it was taken
-  std::size_t used, need;
+  kbuf_model::Checkpoint model;
 };
 
 constexpr std::size_t type_sizes[] = {1, sizeof(double), sizeof(Pod12), sizeof(Wide),
@@ -130,10 +125,15 @@ std::vector<Op> make_program(std::mt19937_64& rng, int length, bool replayable) 
   return program;
 }
 
+// Runs a program on `alloc` and checks it against the reference model (tests/support/model.hpp)
+// at every step.
 class Model {
  public:
   Model(Alloc& alloc, Alloc& foreign)
-      : alloc_(alloc), foreign_(foreign), hwm_(alloc.high_water_mark()) {
+      : alloc_(alloc),
+        foreign_(foreign),
+        m_(0, alloc.alignment(), alloc.capacity(), alloc.high_water_mark()) {
+    m_.stats = alloc.statistics();
     sync_buffer();
   }
 
@@ -145,8 +145,7 @@ class Model {
     while (!scopes_.empty()) scopes_.pop_back();  // innermost first
     scope_models_.clear();
     alloc_.reset();
-    live_.clear();
-    used_ = need_ = 0;
+    m_.reset();
   }
 
   std::size_t fallbacks_seen = 0;
@@ -165,66 +164,65 @@ class Model {
             alloc_.statistics().fallbacks, alloc_.live_fallbacks(), alloc_.empty()};
   }
 
-  void sync_buffer() {
-    base_ = address(alloc_.buffer().data());
-    capacity_ = alloc_.capacity();
-  }
-
-  static std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+  void sync_buffer() { base_ = address(alloc_.buffer().data()); }
 
   void step(const Op& op) {
     const std::size_t A = alloc_.alignment();
     switch (op.kind) {
       case OpKind::allocate: {
-        std::size_t bytes = type_sizes[op.type];
-        for (int r = 0; r < op.rank; ++r) bytes *= static_cast<std::size_t>(op.extents[r]);
-        const bool regrow = bytes != 0 && live_.empty() &&
-                            (hwm_ > capacity_ || (shrink_ && kbuf::buffer_size(hwm_) != capacity_));
+        std::size_t bytes = 0;
+        const std::int64_t extents[3] = {op.extents[0], op.extents[1], op.extents[2]};
+        REQUIRE(kbuf_model::byte_count(type_sizes[op.type], extents, op.rank, &bytes));
         const std::size_t fallbacks_before = alloc_.statistics().fallbacks;
         const auto [b, e] = run_allocate(alloc_, op);
         if (bytes == 0) {
-          REQUIRE(alloc_.used() == used_);
+          m_.allocated_empty();
+          REQUIRE(alloc_.used() == m_.used);
           return;
         }
-        if (regrow) {
-          shrink_ = false;
-          REQUIRE(alloc_.capacity() == kbuf::buffer_size(hwm_));
+        const kbuf_model::Plan plan = m_.plan(bytes, type_aligns[op.type]);
+        REQUIRE(!plan.cannot_be_had());
+        if (plan.regrow) {
           sync_buffer();
+          REQUIRE(alloc_.capacity() == kbuf::buffer_size(m_.hwm));
           REQUIRE(base_ % A == 0);
         } else {
-          if (live_.empty()) shrink_ = false;
-          REQUIRE(alloc_.capacity() == capacity_);
+          REQUIRE(alloc_.capacity() == m_.capacity);
         }
         const std::size_t a = std::max(A, type_aligns[op.type]);
+        REQUIRE(plan.a == a);
         REQUIRE(e - b == bytes);
         REQUIRE(b % a == 0);
-        const std::size_t start = align_up(base_ + used_, a) - base_;
-        const bool fits = capacity_ != 0 && start + bytes <= capacity_;
-        if (fits) {
-          REQUIRE(b == base_ + start);  // exactly the next aligned offset
-          used_ = start + bytes;
+        const kbuf_model::Placement where =
+            m_.allocated(plan, base_, reinterpret_cast<unsigned char*>(b));
+        REQUIRE(alloc_.capacity() == m_.capacity);
+        if (where.fits) {
+          REQUIRE(b == base_ + where.start);  // exactly the next aligned offset
           REQUIRE(alloc_.statistics().fallbacks == fallbacks_before);
         } else {
-          REQUIRE((e <= base_ || b >= base_ + capacity_));  // outside the buffer
+          REQUIRE((e <= base_ || b >= base_ + m_.capacity));  // outside the buffer
           REQUIRE(alloc_.statistics().fallbacks == fallbacks_before + 1);
           ++fallbacks_seen;
         }
-        for (const Range& r : live_) REQUIRE((e <= r.begin || b >= r.end));  // no overlap
-        live_.push_back({b, e, !fits, ++token_});
-        need_ = align_up(need_, A) + (a - A) + bytes;
-        hwm_ = std::max(hwm_, need_);
-        REQUIRE(alloc_.used() == used_);
-        REQUIRE(alloc_.high_water_mark() == hwm_);
+        for (std::size_t i = 0; i + 1 < m_.live.size(); ++i) {  // no overlap with the others
+          const std::uintptr_t rb = address(m_.live[i].data);
+          REQUIRE((e <= rb || b >= rb + m_.live[i].nbytes));
+        }
+        REQUIRE(alloc_.used() == m_.used);
+        REQUIRE(alloc_.high_water_mark() == m_.hwm);
         return;
       }
       case OpKind::bad_allocate: {
+        std::size_t bytes = 0;
+        const std::int64_t extents[3] = {op.extents[0], op.extents[1], op.extents[2]};
+        REQUIRE(!kbuf_model::byte_count(type_sizes[op.type], extents, op.rank, &bytes));
         const Snapshot before = snapshot();
         REQUIRE_THROWS_AS(run_allocate(alloc_, op), kbuf::logic_error);
         REQUIRE(snapshot() == before);
         return;
       }
       case OpKind::checkpoint: {
-        ModelCheckpoint m{alloc_.checkpoint(), tokens(), used_, need_};
+        ModelCheckpoint m{alloc_.checkpoint(), m_.checkpoint()};
         if (checkpoints_.size() <= op.value) checkpoints_.resize(op.value + 1);
         checkpoints_[op.value] = std::make_unique<ModelCheckpoint>(std::move(m));
         return;
@@ -232,10 +230,10 @@ class Model {
       case OpKind::reset_to: {
         if (op.value >= checkpoints_.size() || !checkpoints_[op.value]) return;
         const ModelCheckpoint& m = *checkpoints_[op.value];
-        if (releases_open_scope(m.tokens.size())) return;
-        if (valid(m)) {
+        if (releases_open_scope(m.model.depth)) return;
+        if (m_.valid(m.model)) {
           alloc_.reset(m.cp);
-          release_to(m);
+          m_.release_to(m.model);
         } else {
           const Snapshot before = snapshot();
           REQUIRE_THROWS_AS(alloc_.reset(m.cp), kbuf::logic_error);
@@ -246,12 +244,11 @@ class Model {
       case OpKind::reset_all: {
         if (releases_open_scope(0)) return;
         alloc_.reset();
-        live_.clear();
-        used_ = need_ = 0;
+        m_.reset();
         return;
       }
       case OpKind::open_scope: {
-        ModelCheckpoint m{alloc_.checkpoint(), tokens(), used_, need_};
+        ModelCheckpoint m{alloc_.checkpoint(), m_.checkpoint()};
         scopes_.push_back(std::make_unique<Alloc::Scope>(alloc_.scope()));
         scope_models_.push_back(std::move(m));
         return;
@@ -260,9 +257,9 @@ class Model {
         if (scopes_.empty()) return;
         const ModelCheckpoint m = scope_models_.back();
         scope_models_.pop_back();
-        if (valid(m)) {
+        if (m_.valid(m.model)) {
           scopes_.pop_back();
-          release_to(m);
+          m_.release_to(m.model);
         } else {
           const Snapshot before = snapshot();
           scopes_.pop_back();  // released by an explicit reset already: does nothing
@@ -272,17 +269,13 @@ class Model {
       }
       case OpKind::sizehint: {
         alloc_.sizehint(op.value, op.shrink);
-        if (op.shrink) {
-          hwm_ = std::max(op.value, need_);
-          shrink_ = true;
-        } else {
-          hwm_ = std::max(hwm_, op.value);
-        }
-        REQUIRE(alloc_.high_water_mark() == hwm_);
+        m_.sizehint(op.value, op.shrink);
+        REQUIRE(alloc_.high_water_mark() == m_.hwm);
         return;
       }
       case OpKind::resize: {
-        if (!live_.empty()) {
+        std::size_t target = 0;
+        if (m_.resize_refused(op.value, &target)) {
           const Snapshot before = snapshot();
           REQUIRE_THROWS_AS(alloc_.resize(op.value), kbuf::logic_error);
           REQUIRE(snapshot() == before);
@@ -290,10 +283,9 @@ class Model {
         }
         alloc_.resize(op.value);
         REQUIRE(alloc_.capacity() == kbuf::buffer_size(op.value));
+        m_.resized(target);
         sync_buffer();
-        hwm_ = std::min(hwm_, capacity_);
-        shrink_ = false;
-        REQUIRE(alloc_.high_water_mark() == hwm_);
+        REQUIRE(alloc_.high_water_mark() == m_.hwm);
         return;
       }
       case OpKind::foreign_reset: {
@@ -313,55 +305,35 @@ class Model {
   bool releases_open_scope(std::size_t depth) const {
 #if KBUF_ENABLE_DEBUG
     for (const ModelCheckpoint& m : scope_models_) {
-      if (m.tokens.size() > depth) return true;
+      if (m.model.depth > depth) return true;
     }
 #endif
     (void)depth;
     return false;
   }
 
-  std::vector<std::uint64_t> tokens() const {
-    std::vector<std::uint64_t> t;
-    for (const Range& r : live_) t.push_back(r.token);
-    return t;
-  }
-
-  // Valid while every temporary live at the checkpoint is still live, at the same place.
-  bool valid(const ModelCheckpoint& m) const {
-    if (m.tokens.size() > live_.size()) return false;
-    for (std::size_t i = 0; i < m.tokens.size(); ++i) {
-      if (live_[i].token != m.tokens[i]) return false;
-    }
-    return true;
-  }
-
-  void release_to(const ModelCheckpoint& m) {
-    live_.resize(m.tokens.size());
-    used_ = m.used;
-    need_ = m.need;
-  }
-
   void check_invariants() {
-    REQUIRE(alloc_.used() == used_);
-    REQUIRE(alloc_.high_water_mark() == hwm_);
-    REQUIRE(alloc_.empty() == live_.empty());
-    REQUIRE(alloc_.checkpoint().depth() == live_.size());
-    REQUIRE(alloc_.capacity() == capacity_);
+    REQUIRE(alloc_.used() == m_.used);
+    REQUIRE(alloc_.high_water_mark() == m_.hwm);
+    REQUIRE(alloc_.empty() == m_.empty());
+    REQUIRE(alloc_.checkpoint().depth() == m_.depth());
+    REQUIRE(alloc_.capacity() == m_.capacity);
     REQUIRE(address(alloc_.buffer().data()) == base_);
-    std::size_t fallbacks = 0;
-    for (const Range& r : live_) fallbacks += r.fallback ? 1 : 0;
-    REQUIRE(alloc_.live_fallbacks() == fallbacks);
-    REQUIRE(used_ <= capacity_);
+    REQUIRE(alloc_.live_fallbacks() == m_.nfallbacks);
+    REQUIRE(m_.used <= m_.capacity);
+    const kbuf::Statistics s = alloc_.statistics();
+    REQUIRE(s.temporaries == m_.stats.temporaries);
+    REQUIRE(s.fallbacks == m_.stats.fallbacks);
+    REQUIRE(s.fallback_bytes == m_.stats.fallback_bytes);
+    REQUIRE(s.regrows == m_.stats.regrows);
+    REQUIRE(s.resets == m_.stats.resets);
+    REQUIRE(s.fences == m_.stats.fences);
   }
 
   Alloc& alloc_;
   Alloc& foreign_;
+  kbuf_model::Allocator m_;
   std::uintptr_t base_ = 0;
-  std::size_t capacity_ = 0, used_ = 0, need_ = 0;
-  std::size_t hwm_;
-  bool shrink_ = false;
-  std::uint64_t token_ = 0;
-  std::vector<Range> live_;
   std::vector<std::unique_ptr<ModelCheckpoint>> checkpoints_;
   std::vector<std::unique_ptr<Alloc::Scope>> scopes_;
   std::vector<ModelCheckpoint> scope_models_;

@@ -1,4 +1,4 @@
-// Types and helpers shared by kbuf's unit tests.
+// Types and helpers shared by kbuf's tests and its fuzzer.
 #ifndef KBUF_TEST_SUPPORT_HPP
 #define KBUF_TEST_SUPPORT_HPP
 
@@ -18,6 +18,9 @@ struct Pod32 {  // 32 bytes
 struct alignas(128) Wide {  // over-aligned beyond the host default of 64
   double v;
 };
+struct alignas(4096) Page {  // over-aligned to a whole page
+  unsigned char b[4096];
+};
 inline bool operator==(const Pod12& a, const Pod12& b) {
   return a.x == b.x && a.y == b.y && a.z == b.z;
 }
@@ -28,7 +31,8 @@ inline bool operator==(const Wide& a, const Wide& b) { return a.v == b.v; }
 
 static_assert(sizeof(Pod12) == 12, "Pod12 must be 12 bytes");
 static_assert(sizeof(Pod32) == 32, "Pod32 must be 32 bytes");
-static_assert(alignof(Wide) == 128, "Wide must be 128-byte aligned");
+static_assert(alignof(Wide) == 128 && sizeof(Wide) == 128, "Wide must be 128 bytes, aligned");
+static_assert(alignof(Page) == 4096 && sizeof(Page) == 4096, "Page must be a page, aligned");
 
 using space = kbuf::default_memory_space;
 using Alloc = kbuf::BufferAllocator<space>;
