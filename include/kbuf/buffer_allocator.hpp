@@ -19,6 +19,7 @@
 #include <kbuf/config.hpp>
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
 
 /// Forces inlining of the allocator's hot path (GCC, Clang, nvcc's and hipcc's host compilers).
@@ -360,7 +361,9 @@ class BufferAllocator final {
   /// True when the memory of `v` (any view, subviews included) lies inside memory this
   /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
   /// False for a temporary that a reset released, or for memory the allocator does not hold;
-  /// true for a view that holds no memory (it cannot dangle). Decided by address range, in
+  /// true for a view that holds no memory (it cannot dangle). The range is the bytes from
+  /// `v.data()` to its last reachable element, from its extents and strides (the same on every
+  /// Kokkos version; a strided subview covers less than its span). Decided by address range, in
   /// O(1 + live fallbacks) and with no bookkeeping at allocation time, so it costs nothing
   /// unless called. Its limit: once released memory is handed out again, a stale view over it
   /// reads as live (the memory is); debug fills and ASan poisoning cover the time before that.
@@ -368,8 +371,9 @@ class BufferAllocator final {
   [[nodiscard]] bool is_live(const View& v) const noexcept {
     static_assert(Kokkos::is_view<View>::value,
                   "kbuf::BufferAllocator::is_live: the argument must be a Kokkos::View");
-    const std::size_t nbytes = v.span() * sizeof(typename View::value_type);
-    if (nbytes == 0) return true;
+    // Not v.span(): it means different things on the legacy and the mdspan View.
+    const std::size_t nbytes = Impl::view_bytes_touched(v);
+    if (nbytes == 0 || v.data() == nullptr) return true;
     const auto inside = [&](const void* begin, std::size_t size) {
       const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(begin);
       const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(v.data());
