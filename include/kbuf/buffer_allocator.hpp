@@ -256,9 +256,9 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY((Impl::extent_is_negative(extents) || ...))) {
       throw_bad_extents<DataType>(extents...);
     }
-    if constexpr (static_cast<std::size_t>(V::rank_dynamic) >= 3) {
-      // Kokkos (3.4 to 4.6 at least) keeps the runtime extents of such Views in 32 bits: a
-      // wider one would come back truncated.
+    if constexpr (Impl::view_extents_are_32bit<V>) {
+      // The legacy View keeps the runtime extents of a View with three or more of them in 32
+      // bits: a wider one would come back truncated. (The mdspan View has no such limit.)
       if (KBUF_IMPL_UNLIKELY(((static_cast<std::uint64_t>(extents) > 0xFFFFFFFFu) || ...))) {
         throw_wide_extents(extents...);
       }
