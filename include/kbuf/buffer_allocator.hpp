@@ -180,25 +180,36 @@ class BufferAllocator final {
   };
 
   /// An allocator bound to the default instance of `execution_space` whose buffer holds
-  /// `buffer_size(sizehint)` bytes (none for 0: it grows on first use).
+  /// `buffer_size(sizehint)` bytes (none for 0: it grows on first use). Every allocator must be
+  /// made after `Kokkos::initialize` and destroyed before `Kokkos::finalize`: it holds an
+  /// execution space instance, and Kokkos 5.1 refuses instances outside that window. A global
+  /// or function-`static` allocator therefore does not work; make it inside `main`, under a
+  /// `Kokkos::ScopeGuard`.
+  /// @throws kbuf::logic_error if Kokkos is not initialized (before initialize, after finalize).
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   explicit BufferAllocator(std::size_t sizehint = 0)
-      : BufferAllocator(execution_space(), sizehint, default_alignment) {}
+      : BufferAllocator(default_instance("kbuf::BufferAllocator(sizehint)"), sizehint,
+                        default_alignment) {}
 
   /// As above, with every temporary aligned to `alignment` bytes (a power of two).
-  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  /// @throws kbuf::logic_error if `alignment` is not a power of two, or if Kokkos is not
+  /// initialized.
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   BufferAllocator(std::size_t sizehint, std::size_t alignment)
-      : BufferAllocator(execution_space(), sizehint, alignment) {}
+      : BufferAllocator(default_instance("kbuf::BufferAllocator(sizehint, alignment)"), sizehint,
+                        alignment) {}
 
   /// An allocator bound to the execution space instance `exec`: its buffer and fallbacks are
   /// allocated on it without initialisation, and it fences `exec` (only) before it frees or
   /// regrows memory. `label` names its allocations for Kokkos Tools.
-  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  /// Like every allocator, it must be made after `Kokkos::initialize` (and so must `exec`).
+  /// @throws kbuf::logic_error if `alignment` is not a power of two, or if Kokkos is not
+  /// initialized.
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
                            std::size_t alignment = default_alignment, std::string label = "kbuf")
       : exec_(exec), alignment_(alignment), label_(std::move(label)) {
+    expect_initialized("kbuf::BufferAllocator(exec, sizehint, alignment, label)");
     KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: alignment = ", alignment,
                  " is not a power of two");
     const std::size_t capacity = buffer_size(sizehint);
@@ -530,6 +541,20 @@ class BufferAllocator final {
     if (need_ > hwm_) hwm_ = need_;
     ids_[depth_++] = ++serial_;
     return p;
+  }
+
+  static void expect_initialized(const char* call) {
+    KBUF_EXPECTS(Kokkos::is_initialized(), call, ": Kokkos is not initialized (is_initialized() "
+                 "is false: before Kokkos::initialize or after Kokkos::finalize). Make allocators "
+                 "between the two, e.g. under a Kokkos::ScopeGuard in main, not as globals or "
+                 "statics: an allocator holds an execution space instance, and Kokkos 5.1 "
+                 "requires instances to be made after initialize and destroyed before finalize");
+  }
+
+  // The default instance of execution_space, made only once Kokkos is initialized.
+  static execution_space default_instance(const char* call) {
+    expect_initialized(call);
+    return execution_space();
   }
 
   // Allocates `nbytes` (for a request of `requested` bytes) without initialisation on exec_.
