@@ -9,5 +9,6 @@
 #include <kbuf/errors.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/buffer_allocator.hpp>
+#include <kbuf/impl/kokkos_version.hpp>
 
 #endif  // KBUF_KBUF_HPP
