@@ -23,8 +23,9 @@ TEST_CASE("an extent of 2^32 or more in a View of three runtime extents: refused
                              HostAlloc::view<float****, Kokkos::LayoutLeft>>, "");
   static_assert(narrow != kbuf::Impl::view_is_mdspan_based<HostAlloc::view<double***>>::value,
                 "Kokkos' mdspan View holds 64-bit extents, its legacy View 32-bit ones");
-  MESSAGE(std::string("View implementation: ") +
-          (narrow ? "legacy (32-bit extents for rank_dynamic >= 3)" : "mdspan (size_t extents)"));
+  const std::string implementation =
+      narrow ? "legacy (32-bit extents for rank_dynamic >= 3)" : "mdspan (size_t extents)";
+  MESSAGE("View implementation: " << implementation);
   if constexpr (narrow) {
     try {
       (void)alloc.allocate<double***>(wide, 0, 1);
