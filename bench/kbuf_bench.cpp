@@ -474,9 +474,9 @@ void section_warmup(Context& c) {
 
 void print_header(const Context& c) {
   std::printf("kbuf-bench: cost of a temporary, kbuf vs the alternatives\n");
-  std::printf("  Kokkos %d.%d.%02d, backend %s (execution space %s, memory space %s)\n",
-              KOKKOS_VERSION / 10000, KOKKOS_VERSION / 100 % 100, KOKKOS_VERSION % 100,
-              KBUF_BACKEND_NAME, execution_space::name(), memory_space::name());
+  std::printf("  Kokkos %s, backend %s (execution space %s, memory space %s)\n",
+              kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str(), KBUF_BACKEND_NAME,
+              execution_space::name(), memory_space::name());
 #if defined(__VERSION__)
   std::printf("  compiler %s, build %s%s\n", __VERSION__, KBUF_BENCH_BUILD_TYPE,
 #if defined(NDEBUG)
@@ -600,9 +600,9 @@ int main(int argc, char* argv[]) {
   }
   {
     char line[256];
-    std::snprintf(line, sizeof line, "kokkos=%d.%d.%02d backend=%s reps=%zu min_sample_ms=%.3f%s",
-                  KOKKOS_VERSION / 10000, KOKKOS_VERSION / 100 % 100, KOKKOS_VERSION % 100,
-                  KBUF_BACKEND_NAME, o.timing.repetitions, o.timing.min_sample_seconds * 1e3,
+    std::snprintf(line, sizeof line, "kokkos=%s backend=%s reps=%zu min_sample_ms=%.3f%s",
+                  kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str(), KBUF_BACKEND_NAME,
+                  o.timing.repetitions, o.timing.min_sample_seconds * 1e3,
                   o.quick ? " quick" : "");
     c.csv.comment(line);
     c.csv.header();

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Check that kbuf's Spack recipe still agrees with kbuf's CMake; needs no Spack.
 
-Usage: python3 spack/check_recipe.py   (from anywhere; paths are relative to this repository)
+Usage: python3 spack/check_recipe.py [--kokkos-recipe PATH]
+       (from anywhere; paths are relative to this repository)
 
 Checks:
   1. the recipe byte-compiles;
@@ -15,7 +16,15 @@ Checks:
      builds exists, looks kbuf up with find_package(kbuf) and builds kbuf-consumer;
   5. every package the project's CMake looks up with find_package() has a depends_on() in the
      recipe;
-  6. the recipe repository's repo.yaml declares namespace kbuf with a v2 package API.
+  6. the recipe repository's repo.yaml declares namespace kbuf with a v2 package API;
+  7. every conflicts() and requires() of the recipe carries a msg= (what Spack prints);
+  8. the known-bad compiler and Kokkos pairs are refused: Kokkos 5 with GCC <= 10.3 or Clang
+     <= 13 (C++20), GCC 12.5 with Kokkos 5.0 to 5.1.1 (Kokkos pull request 9262);
+  9. the recipe forwards the version conditions of Kokkos' spack_cuda_arch_map and
+     amdgpu_arch_map: its _arch_conditions() helper (run here on its own) reads both forms of
+     the maps (name, or (name, condition)), and requires(^kokkos<condition>) is declared in a
+     loop over each map. With --kokkos-recipe PATH (the Kokkos package.py of a spack-packages
+     checkout) it also lists the conditions that recipe's maps carry today.
 
 Prints what it checked and exits non-zero when the recipe and the CMake have drifted apart.
 """
@@ -228,6 +237,7 @@ class RecipeFacts:
         self.variants = {}  # name -> line
         self.depends = {}  # spack package name -> line
         self.bases = set()
+        self.constraints = []  # (directive, first arg text, when text, has msg, line)
         for node in sorted(
             _build_nodes(tree), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
         ):
@@ -256,6 +266,18 @@ class RecipeFacts:
                     else:
                         variant = literal(variant_node) or "<not a string literal>"
                 self.defines.append((fname, first, variant, node.lineno))
+            elif fname in ("conflicts", "requires") and isinstance(func, ast.Name):
+                when = next((kw.value for kw in node.keywords if kw.arg == "when"), None)
+                has_msg = any(kw.arg == "msg" for kw in node.keywords)
+                self.constraints.append(
+                    (
+                        fname,
+                        ast.unparse(node.args[0]) if node.args else "",
+                        ast.unparse(when) if when is not None else "",
+                        has_msg,
+                        node.lineno,
+                    )
+                )
             elif fname == "variant" and isinstance(func, ast.Name) and first:
                 self.variants.setdefault(first, node.lineno)
             elif fname == "depends_on" and isinstance(func, ast.Name) and node.args:
@@ -409,7 +431,167 @@ def main():
         else:
             report.fail("api is not v2.x (Spack >= 1.0 layout)")
 
+    tree = ast.parse(RECIPE.read_text(encoding="utf-8"), str(RECIPE))
+    check_messages(report, recipe)
+    check_known_bad_pairs(report, tree)
+    check_arch_conditions(report, tree, kokkos_recipe_arg())
     return finish(report)
+
+
+def kokkos_recipe_arg():
+    args = sys.argv[1:]
+    if "--kokkos-recipe" in args:
+        i = args.index("--kokkos-recipe")
+        if i + 1 < len(args):
+            return Path(args[i + 1])
+    return None
+
+
+def check_messages(report, recipe):
+    report.section("every conflicts() and requires() of the recipe carries a message (msg=)")
+    if not recipe.constraints:
+        report.fail("the recipe declares no conflicts() or requires()")
+    missing = [c for c in recipe.constraints if not c[3]]
+    for directive, spec, when, _msg, line in missing:
+        report.fail(f"{rel(RECIPE)}:{line}: {directive}({spec}, when={when or '-'}) has no msg=")
+    if not missing:
+        report.ok(f"{len(recipe.constraints)} conflicts()/requires(), all with msg=")
+
+
+# (what the recipe must refuse, the conflicts() spec, its when=, words its message must name)
+KNOWN_BAD = [
+    ("Kokkos 5 with GCC <= 10.3 (C++20)", "%gcc@:10.3", "^kokkos@5:", ["C++20", "10.4"]),
+    ("Kokkos 5 with Clang <= 13 (C++20)", "%llvm@:13", "^kokkos@5:", ["C++20"]),
+    ("GCC 12.5 compiling kbuf with Kokkos 5.0-5.1.1", "%gcc@12.5", "^kokkos@5.0.0:5.1.1",
+     ["12.5", "9262"]),
+    ("Kokkos 5.0-5.1.1 built with GCC 12.5", "^kokkos@5.0.0:5.1.1 %gcc@12.5", "", ["12.5", "9262"]),
+]
+
+
+def _text(node):
+    # The literal text of a string or f-string argument, '' otherwise.
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(_text(v) if isinstance(v, ast.Constant) else "{}" for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _text(node.left) + _text(node.right)
+    return ""
+
+
+def check_known_bad_pairs(report, tree):
+    report.section("known-bad compiler and Kokkos pairs are refused with a message")
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id == "conflicts" and node.args:
+                kws = {kw.arg: kw.value for kw in node.keywords}
+                found.append(
+                    (
+                        _text(node.args[0]).strip(),
+                        _text(kws["when"]).strip() if "when" in kws else "",
+                        _text(kws["msg"]) if "msg" in kws else "",
+                        node.lineno,
+                    )
+                )
+    for what, spec, when, words in KNOWN_BAD:
+        match = [f for f in found if f[0] == spec and f[1] == when]
+        if not match:
+            report.fail(f"{what}: no conflicts('{spec}'" + (f", when='{when}'" if when else "")
+                        + ")")
+            continue
+        _spec, _when, msg, line = match[0]
+        absent = [w for w in words if w not in msg]
+        if absent:
+            report.fail(f"{what}: the message at line {line} does not name {', '.join(absent)}")
+        else:
+            report.ok(f"{what}: line {line}")
+
+
+def _recipe_function(tree, name):
+    # Compiles one module-level function of the recipe on its own (it must use builtins only).
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            namespace = {}
+            exec(compile(ast.Module(body=[node], type_ignores=[]), str(RECIPE), "exec"), namespace)
+            return namespace[name]
+    return None
+
+
+def _kokkos_maps(path):
+    # The two arch maps of a Kokkos package.py, read as literals (no Spack needed).
+    maps = {}
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+            if isinstance(target, ast.Name) and target.id in ("spack_cuda_arch_map",
+                                                              "amdgpu_arch_map"):
+                maps[target.id] = ast.literal_eval(node.value)
+    return maps
+
+
+def _loops_requiring(tree, iterable_name):
+    # Lines of requires("^kokkos{...}", ...) calls inside `for ... in <iterable_name>.items()`.
+    lines = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.For):
+            continue
+        it = node.iter
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
+                and isinstance(it.func.value, ast.Name) and it.func.value.id == iterable_name):
+            continue
+        for inner in ast.walk(node):
+            if (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name)
+                    and inner.func.id == "requires" and inner.args
+                    and _text(inner.args[0]).startswith("^kokkos")
+                    and any(kw.arg == "msg" for kw in inner.keywords)):
+                lines.append(inner.lineno)
+    return lines
+
+
+def check_arch_conditions(report, tree, kokkos_recipe):
+    report.section("the version conditions of Kokkos' GPU architecture maps are forwarded")
+    helper = _recipe_function(tree, "_arch_conditions")
+    if helper is None:
+        report.fail("the recipe has no module-level _arch_conditions() helper")
+        return
+    old_form = {"35": "kepler35", "90": "hopper90"}
+    new_form = {"35": ("kepler35", "@:4"), "90": ("hopper90", None), "121": ("blackwell121",
+                                                                            "@5.1.0:")}
+    got_old, got_new = helper(old_form), helper(new_form)
+    if got_old == {"35": ("kepler35", None), "90": ("hopper90", None)}:
+        report.ok("_arch_conditions() reads the older maps (arch -> name): no conditions")
+    else:
+        report.fail(f"_arch_conditions() on an arch -> name map gave {got_old}")
+    if got_new == {"35": ("kepler35", "@:4"), "90": ("hopper90", None),
+                   "121": ("blackwell121", "@5.1.0:")}:
+        report.ok("_arch_conditions() reads the current maps (arch -> (name, condition))")
+    else:
+        report.fail(f"_arch_conditions() on an arch -> (name, condition) map gave {got_new}")
+    for iterable, what in (("_KOKKOS_CUDA_ARCH_CONDITIONS", "cuda_arch"),
+                           ("_KOKKOS_AMDGPU_TARGET_CONDITIONS", "amdgpu_target")):
+        lines = _loops_requiring(tree, iterable)
+        if lines:
+            report.ok(f"{what}: requires('^kokkos<condition>', msg=...) in a loop over "
+                      f"{iterable} (line {lines[0]})")
+        else:
+            report.fail(f"{what}: no requires('^kokkos...', msg=...) in a loop over {iterable}")
+    if kokkos_recipe is None:
+        report.ok("(no --kokkos-recipe given: the Kokkos maps of a spack-packages checkout "
+                  "are not listed)")
+        return
+    if not kokkos_recipe.is_file():
+        report.fail(f"--kokkos-recipe {kokkos_recipe}: no such file")
+        return
+    maps = _kokkos_maps(kokkos_recipe)
+    for name in ("spack_cuda_arch_map", "amdgpu_arch_map"):
+        if name not in maps:
+            report.fail(f"{kokkos_recipe}: no {name}")
+            continue
+        conds = {a: c for a, (_n, c) in helper(maps[name]).items() if c}
+        listing = ", ".join(f"{a} {c}" for a, c in conds.items()) or "none"
+        report.ok(f"{name}: {len(maps[name])} architectures, forwarded conditions: {listing}")
 
 
 def finish(report):

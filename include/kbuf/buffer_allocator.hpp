@@ -22,6 +22,7 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
+#include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
 
 namespace kbuf {
@@ -135,25 +136,36 @@ class BufferAllocator final {
   };
 
   /// An allocator bound to the default instance of `execution_space` whose buffer holds
-  /// `buffer_size(sizehint)` bytes (none for 0: it grows on first use).
+  /// `buffer_size(sizehint)` bytes (none for 0: it grows on first use). Every allocator must be
+  /// made after `Kokkos::initialize` and destroyed before `Kokkos::finalize`: it holds an
+  /// execution space instance, and Kokkos 5.1 refuses instances outside that window. A global
+  /// or function-`static` allocator therefore does not work; make it inside `main`, under a
+  /// `Kokkos::ScopeGuard`.
+  /// @throws kbuf::logic_error if Kokkos is not initialized (before initialize, after finalize).
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   explicit BufferAllocator(std::size_t sizehint = 0)
-      : BufferAllocator(execution_space(), sizehint, default_alignment) {}
+      : BufferAllocator(default_instance("kbuf::BufferAllocator(sizehint)"), sizehint,
+                        default_alignment) {}
 
   /// As above, with every temporary aligned to `alignment` bytes (a power of two).
-  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  /// @throws kbuf::logic_error if `alignment` is not a power of two, or if Kokkos is not
+  /// initialized.
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   BufferAllocator(std::size_t sizehint, std::size_t alignment)
-      : BufferAllocator(execution_space(), sizehint, alignment) {}
+      : BufferAllocator(default_instance("kbuf::BufferAllocator(sizehint, alignment)"), sizehint,
+                        alignment) {}
 
   /// An allocator bound to the execution space instance `exec`: its buffer and fallbacks are
   /// allocated on it without initialisation, and it fences `exec` (only) before it frees or
   /// regrows memory. `label` names its allocations for Kokkos Tools.
-  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  /// Like every allocator, it must be made after `Kokkos::initialize` (and so must `exec`).
+  /// @throws kbuf::logic_error if `alignment` is not a power of two, or if Kokkos is not
+  /// initialized.
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
                            std::size_t alignment = default_alignment, std::string label = "kbuf")
       : exec_(exec), alignment_(alignment), label_(std::move(label)) {
+    expect_initialized("kbuf::BufferAllocator(exec, sizehint, alignment, label)");
     KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: cannot make allocator '",
                  label_, "' with alignment = ", alignment,
                  ": the alignment must be a power of two");
@@ -303,7 +315,9 @@ class BufferAllocator final {
   /// True when the memory of `v` (any view, subviews included) lies inside memory this
   /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
   /// False for a temporary that a reset released, or for memory the allocator does not hold;
-  /// true for a view that holds no memory (it cannot dangle). Decided by address range, in
+  /// true for a view that holds no memory (it cannot dangle). The range is the bytes from
+  /// `v.data()` to its last reachable element, from its extents and strides (the same on every
+  /// Kokkos version; a strided subview covers less than its span). Decided by address range, in
   /// O(1 + live fallbacks) and with no bookkeeping at allocation time, so it costs nothing
   /// unless called. Its limit: once released memory is handed out again, a stale view over it
   /// reads as live (the memory is); debug fills and ASan poisoning cover the time before that.
@@ -311,8 +325,9 @@ class BufferAllocator final {
   [[nodiscard]] bool is_live(const View& v) const noexcept {
     static_assert(Kokkos::is_view<View>::value,
                   "kbuf::BufferAllocator::is_live: the argument must be a Kokkos::View");
-    const std::size_t nbytes = v.span() * sizeof(typename View::value_type);
-    if (nbytes == 0) return true;
+    // Not v.span(): it means different things on the legacy and the mdspan View.
+    const std::size_t nbytes = Impl::view_bytes_touched(v);
+    if (nbytes == 0 || v.data() == nullptr) return true;
     const auto inside = [&](const void* begin, std::size_t size) {
       const std::uintptr_t b = reinterpret_cast<std::uintptr_t>(begin);
       const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(v.data());
@@ -471,6 +486,20 @@ class BufferAllocator final {
     if (need_ > hwm_) hwm_ = need_;
     ids_[depth_++] = ++serial_;
     return p;
+  }
+
+  static void expect_initialized(const char* call) {
+    KBUF_EXPECTS(Kokkos::is_initialized(), call, ": Kokkos is not initialized (is_initialized() "
+                 "is false: before Kokkos::initialize or after Kokkos::finalize). Make allocators "
+                 "between the two, e.g. under a Kokkos::ScopeGuard in main, not as globals or "
+                 "statics: an allocator holds an execution space instance, and Kokkos 5.1 "
+                 "requires instances to be made after initialize and destroyed before finalize");
+  }
+
+  // The default instance of execution_space, made only once Kokkos is initialized.
+  static execution_space default_instance(const char* call) {
+    expect_initialized(call);
+    return execution_space();
   }
 
   // Allocates `nbytes` (for `what` of `requested` bytes: "a buffer of", "a fallback of")

@@ -10,5 +10,6 @@
 #include <kbuf/sizes.hpp>
 #include <kbuf/buffer_allocator.hpp>
 #include <kbuf/allocator_pool.hpp>
+#include <kbuf/impl/kokkos_version.hpp>
 
 #endif  // KBUF_KBUF_HPP

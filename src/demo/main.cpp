@@ -171,10 +171,7 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
 }
 
 std::string kokkos_version() {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%d.%d.%02d", KOKKOS_VERSION / 10000, KOKKOS_VERSION / 100 % 100,
-                KOKKOS_VERSION % 100);
-  return buf;
+  return kbuf::Impl::kokkos_version_string(KOKKOS_VERSION);
 }
 
 std::string kernels_version() {

@@ -1,7 +1,9 @@
 // Compile-only checks of kbuf's types: what a temporary is, for every layout, rank and element
 // type, without running anything (meaningful on a GPU build machine with no GPU too).
+#include <kbuf/impl/view_traits.hpp>
 #include <kbuf/kbuf.hpp>
 
+#include <cstddef>
 #include <type_traits>
 
 namespace {
@@ -65,6 +67,44 @@ static_assert(noexcept(std::declval<const Host&>().buffer()), "");
 static_assert(noexcept(std::declval<const Host&>().statistics()), "");
 static_assert(std::is_same<decltype(std::declval<const Host&>().buffer()),
                            const Kokkos::View<unsigned char*, Kokkos::HostSpace>&>::value, "");
+
+// Which View implementation this Kokkos has is read from the View type, not the version: the
+// develop tree reports 4.6.99 with the mdspan View, and 5.0 can fall back to the legacy one.
+// Kokkos 4.6 and older only have the legacy View; a 4.7+ build names the legacy one by a macro.
+constexpr bool mdspan_view = kbuf::Impl::view_is_mdspan_based<Host::view<double***>>::value;
+#if KOKKOS_VERSION < 40699 || defined(KOKKOS_ENABLE_IMPL_VIEW_LEGACY)
+static_assert(!mdspan_view, "the legacy View must not be taken for the mdspan one");
+#endif
+// The legacy View keeps extents in 32 bits from three runtime extents on; the mdspan View never.
+static_assert(kbuf::Impl::view_extents_are_32bit<Host::view<double***>> == !mdspan_view, "");
+static_assert(kbuf::Impl::view_extents_are_32bit<Host::view<int****, Kokkos::LayoutLeft>> ==
+                  !mdspan_view, "");
+static_assert(!kbuf::Impl::view_extents_are_32bit<Host::view<double**>>, "");
+static_assert(!kbuf::Impl::view_extents_are_32bit<Host::view<double* [3][4]>>, "");
+static_assert(!kbuf::Impl::view_extents_are_32bit<Host::view<double[2][3][4]>>, "");
+
+// Both branches of the trait, on every Kokkos version, with stand-in View types.
+struct LegacyLike3 {
+  static constexpr unsigned rank_dynamic = 3;
+};
+struct LegacyLike2 {
+  static constexpr unsigned rank_dynamic = 2;
+};
+template <class Index>
+struct MdspanLike {
+  struct extents_type {
+    using index_type = Index;
+  };
+  static constexpr unsigned rank_dynamic = 3;
+};
+static_assert(!kbuf::Impl::view_is_mdspan_based<LegacyLike3>::value, "");
+static_assert(kbuf::Impl::view_is_mdspan_based<MdspanLike<std::size_t>>::value, "");
+static_assert(kbuf::Impl::view_extents_are_32bit<LegacyLike3>, "");
+static_assert(!kbuf::Impl::view_extents_are_32bit<LegacyLike2>, "");
+static_assert(!kbuf::Impl::view_extents_are_32bit<MdspanLike<std::size_t>>, "");
+static_assert(!kbuf::Impl::view_extents_are_32bit<MdspanLike<long long>>, "");
+static_assert(kbuf::Impl::view_extents_are_32bit<MdspanLike<unsigned>>, "");
+static_assert(kbuf::Impl::view_extents_are_32bit<MdspanLike<int>>, "");
 
 // Exceptions derive from the standard ones named in the design.
 static_assert(std::is_base_of<std::logic_error, kbuf::logic_error>::value, "");

@@ -100,3 +100,50 @@ TEST_CASE("is_live: memory handed out again reads live through a stale view (doc
   REQUIRE(second.data() == first.data());
   CHECK(alloc.is_live(first));  // same bytes, live again: is_live decides by address
 }
+
+TEST_CASE("is_live: strided subviews cover the bytes their extents and strides reach") {
+  // A column of a 4x5 LayoutRight temporary touches elements c, c+5, c+10, c+15: 16 elements
+  // from its first. View::span() says 20 on the legacy View and 16 on the mdspan View; is_live
+  // must answer the same on both, so the last column of the newest temporary is live.
+  HostAlloc alloc(4_KiB);
+  auto a = alloc.allocate<double**>(4, 5);
+  REQUIRE(reinterpret_cast<unsigned char*>(a.data() + 20) ==
+          alloc.buffer().data() + alloc.used());  // `a` ends where the used part ends
+  for (int c = 0; c < 5; ++c) {
+    auto column = Kokkos::subview(a, Kokkos::ALL(), c);
+    CHECK(kbuf::Impl::view_bytes_touched(column) == 16 * sizeof(double));
+    CHECK(alloc.is_live(column));
+  }
+  auto row = Kokkos::subview(a, 3, Kokkos::ALL());
+  CHECK(kbuf::Impl::view_bytes_touched(row) == 5 * sizeof(double));
+  CHECK(alloc.is_live(row));
+  auto block = Kokkos::subview(a, std::make_pair(1, 4), std::make_pair(2, 5));
+  CHECK(kbuf::Impl::view_bytes_touched(block) == (2 * 5 + 2 + 1) * sizeof(double));
+  CHECK(alloc.is_live(block));
+
+  // LayoutLeft and rank 3: the last "row" of a 3x4x2 LayoutLeft temporary.
+  auto b = alloc.allocate<float***, Kokkos::LayoutLeft>(3, 4, 2);
+  auto plane = Kokkos::subview(b, 2, Kokkos::ALL(), Kokkos::ALL());
+  CHECK(kbuf::Impl::view_bytes_touched(plane) == (3 * 3 + 1 * 12 + 1) * sizeof(float));
+  CHECK(alloc.is_live(plane));
+  CHECK(alloc.is_live(Kokkos::subview(b, Kokkos::ALL(), 3, 1)));
+
+  alloc.reset();
+  for (int c = 0; c < 5; ++c) CHECK(!alloc.is_live(Kokkos::subview(a, Kokkos::ALL(), c)));
+}
+
+TEST_CASE("is_live: a strided view reaching one element past the temporary is not live") {
+  HostAlloc alloc(4_KiB);
+  auto a = alloc.allocate<double**>(4, 5);
+  using strided = Kokkos::View<double*, Kokkos::LayoutStride, Kokkos::HostSpace,
+                               Kokkos::MemoryUnmanaged>;
+  const strided last_column(a.data() + 4, Kokkos::LayoutStride(4, 5));
+  const strided one_more(a.data() + 4, Kokkos::LayoutStride(5, 5));  // element 24 of 20
+  CHECK(kbuf::Impl::view_bytes_touched(last_column) == 16 * sizeof(double));
+  CHECK(kbuf::Impl::view_bytes_touched(one_more) == 21 * sizeof(double));
+  CHECK(alloc.is_live(last_column));
+  CHECK(!alloc.is_live(one_more));
+  const strided empty(a.data(), Kokkos::LayoutStride(0, 5));
+  CHECK(kbuf::Impl::view_bytes_touched(empty) == 0);
+  CHECK(alloc.is_live(empty));
+}

@@ -1,32 +1,19 @@
 // The hot path — allocate of a temporary that fits, and reset — does no heap allocation and no
 // Kokkos allocation, fence or deallocation: it only constructs unmanaged Views. This executable
-// replaces the global operator new to count heap allocations, and uses Kokkos Tools callbacks to
-// count Kokkos allocations and fences.
+// replaces the global operator new to count heap allocations (counting_new.cpp), and uses Kokkos
+// Tools callbacks to count Kokkos allocations and fences.
 #include <doctest/doctest.h>
 
+#include "counting_new.hpp"
 #include "test_support.hpp"
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
 
 namespace {
-std::atomic<long> heap_allocations{0};
 std::atomic<long> kokkos_allocations{0};
 std::atomic<long> kokkos_deallocations{0};
 std::atomic<long> kokkos_fences{0};
 }  // namespace
-
-// Host code only: nvcc would also compile the replacement for the device, where it cannot throw.
-#if !defined(__CUDA_ARCH__)
-void* operator new(std::size_t n) {
-  ++heap_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 namespace {
 void on_allocate(Kokkos::Tools::SpaceHandle, const char*, const void*, std::uint64_t) {
@@ -41,8 +28,8 @@ struct Counts {
   long heap, alloc, dealloc, fences;
 };
 Counts counts() {
-  return {heap_allocations.load(), kokkos_allocations.load(), kokkos_deallocations.load(),
-          kokkos_fences.load()};
+  return {kbuf_test::heap_allocations.load(), kokkos_allocations.load(),
+          kokkos_deallocations.load(), kokkos_fences.load()};
 }
 
 using namespace kbuf_test;

@@ -15,6 +15,7 @@
 
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/macros.hpp>
+#include <kbuf/impl/view_traits.hpp>
 
 namespace kbuf {
 namespace Impl {
@@ -56,10 +57,10 @@ constexpr bool is_contiguous_layout = std::is_same<Layout, Kokkos::LayoutLeft>::
 inline constexpr std::uint64_t max_32_bit_extent = 0xFFFFFFFFu;
 
 /// Whether a View of type `View` keeps its runtime extents in 32 bits, so that a wider extent
-/// would come back truncated: Kokkos 3.4 to 4.6 at least do for a View with three or more
-/// runtime extents.
+/// would come back truncated: the legacy View does for three or more runtime extents, the
+/// mdspan View does not (`view_extents_are_32bit`, decided from the View type).
 template <class View>
-inline constexpr bool extents_held_in_32_bits = static_cast<std::size_t>(View::rank_dynamic) >= 3;
+inline constexpr bool extents_held_in_32_bits = view_extents_are_32bit<View>;
 
 /// Raises the `kbuf::logic_error` for extents that `checked_byte_count` refused, with a message
 /// naming `call`, the allocator's `label` and the offending extent (or the size).

@@ -11,10 +11,27 @@ from spack_repo.builtin.packages.kokkos.package import Kokkos
 
 from spack.package import *
 
+
+
+def _arch_conditions(arch_map):
+    """{arch: (Kokkos architecture name, version condition or None)} from one of the Kokkos
+    recipe's architecture maps. Older recipes map to the name alone; current ones map to
+    (name, condition), e.g. "35": ("kepler35", "@:4"): the Kokkos versions that know the arch."""
+    result = {}
+    for arch, value in arch_map.items():
+        if isinstance(value, (tuple, list)):
+            result[arch] = (value[0], value[1] if len(value) > 1 else None)
+        else:
+            result[arch] = (value, None)
+    return result
+
+
 # GPU architectures the Kokkos recipe can build for. Kokkos builds for exactly one architecture,
 # and kbuf's CUDA/HIP code is compiled against that Kokkos, so kbuf takes exactly one as well.
-_KOKKOS_CUDA_ARCHES = tuple(Kokkos.spack_cuda_arch_map)
-_KOKKOS_AMDGPU_TARGETS = tuple(Kokkos.amdgpu_arch_map)
+_KOKKOS_CUDA_ARCH_CONDITIONS = _arch_conditions(Kokkos.spack_cuda_arch_map)
+_KOKKOS_AMDGPU_TARGET_CONDITIONS = _arch_conditions(Kokkos.amdgpu_arch_map)
+_KOKKOS_CUDA_ARCHES = tuple(_KOKKOS_CUDA_ARCH_CONDITIONS)
+_KOKKOS_AMDGPU_TARGETS = tuple(_KOKKOS_AMDGPU_TARGET_CONDITIONS)
 
 
 class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
@@ -103,6 +120,34 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     # (cxxstd=11 is refused by the Kokkos recipe itself; 14 is still possible for Kokkos 3.)
     conflicts("^kokkos cxxstd=14", msg="kbuf needs C++17: build Kokkos with cxxstd=17 or newer")
 
+    # Compilers Kokkos 5 refuses or miscompiles. kbuf instantiates Kokkos' View templates in its
+    # own code, so kbuf's C++ compiler matters as much as the one Kokkos was built with.
+    # Kokkos 5 builds its View on mdspan and needs C++20 (its recipe only offers cxxstd=20/23).
+    conflicts(
+        "%gcc@:10.3",
+        when="^kokkos@5:",
+        msg="Kokkos 5 needs C++20 and GCC 10.4 or newer; use an older Kokkos (^kokkos@:4) or a "
+        "newer compiler",
+    )
+    conflicts(
+        "%llvm@:13",
+        when="^kokkos@5:",
+        msg="Kokkos 5 needs C++20 and Clang 14 or newer; use an older Kokkos or a newer compiler",
+    )
+    # GCC 12.5 with Kokkos 5.0 to 5.1.1 crashes destroying default-constructed managed Views
+    # (fixed in Kokkos by pull request 9262). kbuf's allocator holds such a View (its buffer).
+    conflicts(
+        "%gcc@12.5",
+        when="^kokkos@5.0.0:5.1.1",
+        msg="GCC 12.5 with Kokkos 5.0 to 5.1.1 crashes destroying default-constructed managed "
+        "Views (Kokkos pull request 9262): use another GCC or another Kokkos version",
+    )
+    conflicts(
+        "^kokkos@5.0.0:5.1.1 %gcc@12.5",
+        msg="Kokkos 5.0 to 5.1.1 built with GCC 12.5 crashes destroying default-constructed "
+        "managed Views (Kokkos pull request 9262): build Kokkos with another compiler",
+    )
+
     # The Spack variants select KBUF_BACKEND, and Kokkos must provide exactly that backend:
     #  - Serial (neither +cuda nor +rocm): a host-only Kokkos. A CUDA/HIP Kokkos cannot be
     #    compiled by the plain host compiler, so it is not silently accepted here; ask for
@@ -114,6 +159,23 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
         depends_on(f"kokkos+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
     for _arch in _KOKKOS_AMDGPU_TARGETS:
         depends_on(f"kokkos+rocm amdgpu_target={_arch}", when=f"+rocm amdgpu_target={_arch}")
+    # Kokkos knows some architectures only in some versions (the conditions of its arch maps:
+    # Kepler only before 5, Blackwell 103/121 and gfx950 only from 5.1, ...). It checks them when
+    # it builds; forwarded here, an impossible pair is refused at concretization instead.
+    for _arch, (_name, _cond) in _KOKKOS_CUDA_ARCH_CONDITIONS.items():
+        if _cond:
+            requires(
+                f"^kokkos{_cond}",
+                when=f"+cuda cuda_arch={_arch}",
+                msg=f"Kokkos builds for cuda_arch={_arch} ({_name}) only in versions {_cond}",
+            )
+    for _arch, (_name, _cond) in _KOKKOS_AMDGPU_TARGET_CONDITIONS.items():
+        if _cond:
+            requires(
+                f"^kokkos{_cond}",
+                when=f"+rocm amdgpu_target={_arch}",
+                msg=f"Kokkos builds for amdgpu_target={_arch} ({_name}) only in versions {_cond}",
+            )
     # kbuf launches device lambdas; Kokkos 5 always enables them (the variant is gone there).
     requires(
         "^kokkos+cuda_lambda",
@@ -186,6 +248,11 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             self.define("Kokkos_ROOT", spec["kokkos"].prefix),
             self.define("CMAKE_CXX_COMPILER", self._cxx_compiler()),
         ]
+        # kbuf's own code needs C++17; it is compiled in the standard Kokkos was built for
+        # (C++20 for Kokkos 5), so that both agree on the View's layout.
+        cxxstd = spec["kokkos"].variants.get("cxxstd")
+        if cxxstd is not None and cxxstd.value in ("17", "20", "23"):
+            args.append(self.define("CMAKE_CXX_STANDARD", cxxstd.value))
         if spec.satisfies("+kernels"):
             args.append(self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix))
         return args
