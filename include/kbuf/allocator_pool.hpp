@@ -156,8 +156,11 @@ inline std::uint64_t next_pool_id() noexcept {
 template <class MemorySpace = default_memory_space>
 class AllocatorPool final {
  public:
+  /// The allocators it hands out.
   using allocator_type = BufferAllocator<MemorySpace>;
+  /// Where their temporaries live.
   using memory_space = MemorySpace;
+  /// The execution space whose default instance its allocators are bound to.
   using execution_space = typename allocator_type::execution_space;
 
   /// A pool whose allocators start with a buffer of `buffer_size(sizehint)` bytes and align
