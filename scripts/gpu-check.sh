@@ -244,10 +244,12 @@ run_tests() {
     cmd=("${cmd[@]//@B@/$build_dir}")
     total=$((total + 1))
     local rc=0
-    (cd "$wd" && "${tmo[@]}" "${cmd[@]}") > "$logs/$name.log" 2>&1 || rc=$?
+    # Test names hold '/' (group.exe/case) and other characters a file name should not.
+    local log="$logs/$(printf '%s' "$name" | tr -c 'A-Za-z0-9._-' '_').log"
+    (cd "$wd" && "${tmo[@]}" "${cmd[@]}") > "$log" 2>&1 || rc=$?
     local ok
     if [[ "$regex" != - ]]; then  # as ctest: the output decides, not the exit status
-      ok=0; grep -Eq -- "$regex" "$logs/$name.log" && ok=1
+      ok=0; grep -Eq -- "$regex" "$log" && ok=1
     else
       ok=$(( (rc == 0) != (will_fail == 1) ))
     fi
