@@ -144,8 +144,9 @@ std::vector<Exec> test_instances() {
   return {Exec()};
 }
 
-TEST_CASE_TEMPLATE("a contraction runs every kernel on its temporaries' instance and fences no other",
-                   T, double, Kokkos::complex<double>) {
+TEST_CASE_TEMPLATE(
+    "a contraction runs every kernel on its temporaries' instance and fences no other", T, double,
+    Kokkos::complex<double>) {
   const auto host = random_host_network<T>(8, 2, 21);
   const auto net = to_device<T, space>(host);
   const auto ref = reference_hraa(host);
@@ -195,9 +196,9 @@ TEST_CASE_TEMPLATE("threads contracting on their own instances get the reference
 #else
   const std::vector<Exec> instances = test_instances();
   const std::size_t n = instances.size() < 2 ? 2 : instances.size();
-  std::vector<HostNetwork<T>> hosts;
-  std::vector<Network<T, space>> nets;
-  std::vector<Tensor<T, space>> results;
+  std::vector<HostNetwork<T> > hosts;
+  std::vector<Network<T, space> > nets;
+  std::vector<Tensor<T, space> > results;
   for (std::size_t t = 0; t < n; ++t) {
     hosts.push_back(random_host_network<T>(12, 2, 30 + t));
     nets.push_back(to_device<T, space>(hosts.back()));
@@ -210,7 +211,8 @@ TEST_CASE_TEMPLATE("threads contracting on their own instances get the reference
       Alloc alloc(instances[t % instances.size()]);
       Tmp tmp(alloc);
       const NetworkPlan plan = plan_network<T>(12, 2);
-      for (int rep = 0; rep < 20; ++rep) energies[t] = contract_network(tmp, plan, nets[t], results[t]);
+      for (int rep = 0; rep < 20; ++rep)
+        energies[t] = contract_network(tmp, plan, nets[t], results[t]);
       alloc.execution_space_instance().fence();
     });
   }

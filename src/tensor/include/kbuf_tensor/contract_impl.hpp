@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
+#include <KokkosKernels_config.h>
 #include <KokkosBlas1_dot.hpp>
 #include <KokkosBlas3_gemm.hpp>
-#include <KokkosKernels_config.h>
 #include <Kokkos_Core.hpp>
 
 #include <kbuf_tensor/contract.hpp>
@@ -138,8 +138,7 @@ void launch_permute(const typename MemorySpace::execution_space& space, const T*
 /// dst = op(src permuted by perm), a kernel on `space`; n = number of elements (both).
 template <class T, class MemorySpace>
 void permute_raw(const typename MemorySpace::execution_space& space, const T* src,
-                 const Shape& src_shape, const std::array<int, max_rank>& perm, T* dst,
-                 bool conj) {
+                 const Shape& src_shape, const std::array<int, max_rank>& perm, T* dst, bool conj) {
   const std::size_t n = src_shape.size();
   if (n == 0) return;
   if (conj && is_complex<T>::value) {
@@ -153,8 +152,8 @@ void permute_raw(const typename MemorySpace::execution_space& space, const T* sr
 /// default instance: `space` is fenced before it and the default instance after it, so the
 /// order of work on `space` holds either way.
 template <class ExecSpace, class AV, class BV, class CV, class T>
-void gemm_on(const ExecSpace& space, const char* opa, const char* opb, const T& alpha,
-             const AV& a, const BV& b, const T& beta, const CV& c) {
+void gemm_on(const ExecSpace& space, const char* opa, const char* opb, const T& alpha, const AV& a,
+             const BV& b, const T& beta, const CV& c) {
 #if KBUF_TENSOR_BLAS_TAKES_INSTANCE
   KokkosBlas::gemm(space, opa, opb, alpha, a, b, beta, c);
 #else
@@ -189,8 +188,7 @@ void permute_into(const typename MemorySpace::execution_space& space,
   const Shape expected = Impl::permuted_shape(src.shape, perm);
   KBUF_EXPECTS(dst.shape == expected, "kbuf_tensor::permute_into: destination shape ",
                to_string(dst.shape), " is not the permuted source shape ", to_string(expected));
-  Impl::permute_raw<T, MemorySpace>(space, src.data.data(), src.shape, perm, dst.data.data(),
-                                    conj);
+  Impl::permute_raw<T, MemorySpace>(space, src.data.data(), src.shape, perm, dst.data.data(), conj);
 }
 
 template <class T, class MemorySpace>
