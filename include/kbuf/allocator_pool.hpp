@@ -173,7 +173,17 @@ class AllocatorPool final {
   /// As above; `label` names the pool in messages and, followed by `[i]`, the Kokkos
   /// allocations of its i-th allocator.
   AllocatorPool(std::size_t sizehint, std::size_t alignment, std::string label)
-      : sizehint_(sizehint),
+      : AllocatorPool(execution_space(), sizehint, alignment, std::move(label)) {}
+
+  /// A pool whose allocators are all bound to the execution space instance `exec` (see
+  /// `BufferAllocator(exec, ...)`): for host threads that submit their work to `exec`, or one
+  /// pool per instance when each thread drives its own (from `partition_space`, or streams).
+  /// @throws kbuf::logic_error if `alignment` is not a power of two.
+  explicit AllocatorPool(const execution_space& exec, std::size_t sizehint = 0,
+                         std::size_t alignment = allocator_type::default_alignment,
+                         std::string label = "kbuf::AllocatorPool")
+      : exec_(exec),
+        sizehint_(sizehint),
         alignment_(alignment),
         label_(std::move(label)),
         id_(Impl::next_pool_id()),
@@ -267,14 +277,16 @@ class AllocatorPool final {
   [[nodiscard]] const std::string& label() const noexcept { return label_; }
   /// The alignment of its allocators.
   [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+  /// The execution space instance its allocators are bound to.
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
 
  private:
   friend struct Impl::PoolTestAccess;
 
   struct Slot {
-    Slot(const std::string& label, std::size_t sizehint, std::size_t alignment,
-         const AllocatorPool* pool)
-        : alloc(execution_space(), sizehint, alignment, label), pool(pool) {}
+    Slot(const execution_space& exec, const std::string& label, std::size_t sizehint,
+         std::size_t alignment, const AllocatorPool* pool)
+        : alloc(exec, sizehint, alignment, label), pool(pool) {}
     allocator_type alloc;
     Impl::PublishedStatistics published;
     const AllocatorPool* pool;  // for messages
@@ -299,7 +311,7 @@ class AllocatorPool final {
         number = made_number_++;  // names it; a failure below leaves a gap in the numbers
       }
       // Made outside the lock: a buffer allocation may take long (and fence).
-      auto made = std::make_unique<Slot>(label_ + "[" + std::to_string(number) + "]", sizehint_,
+      auto made = std::make_unique<Slot>(exec_, label_ + "[" + std::to_string(number) + "]", sizehint_,
                                          alignment_, this);
       slot = made.get();
       std::lock_guard<std::mutex> lock(shared_->mutex);
@@ -342,6 +354,7 @@ class AllocatorPool final {
     shared.free_list.push_back(p);  // cannot throw: reserved when the allocator was made
   }
 
+  execution_space exec_;
   std::size_t sizehint_;
   std::size_t alignment_;
   std::string label_;

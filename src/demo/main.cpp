@@ -32,6 +32,8 @@ namespace {
 
 using namespace kbuf_tensor;
 using space = kbuf::default_memory_space;
+using exec_space = space::execution_space;
+using pool_type = kbuf::AllocatorPool<space>;
 
 constexpr double tolerance = 1e-10;     // max relative error accepted
 constexpr double budget_seconds = 0.4;  // adaptive reps: timed seconds per strategy and D
@@ -73,8 +75,14 @@ void usage(std::FILE* out) {
                "  --csv FILE        also write the table to FILE as CSV\n"
                "  --threads N       instead of the table: contract independent networks on\n"
                "                    1, 2, ..., N host threads at once (each thread its own\n"
-               "                    network and its own allocator from one kbuf::AllocatorPool)\n"
-               "                    and print contractions per second for every strategy\n"
+               "                    network, its own execution space instance from\n"
+               "                    partition_space on Kokkos >= 4.2 where the backend can\n"
+               "                    split, and its own allocator from that instance's\n"
+               "                    kbuf::AllocatorPool) and print contractions per second for\n"
+               "                    every strategy. Kokkos < 3.5 with the Serial backend runs\n"
+               "                    one thread whatever N is (it says so): its kernels share\n"
+               "                    one scratch buffer without a lock, so kernels dispatched\n"
+               "                    from several threads at once race\n"
                "  --help            this text\n"
                "Before allocating, kbuf-demo says what the chosen sizes need and refuses sizes\n"
                "that cannot fit in this machine's available memory.\n"
@@ -365,10 +373,32 @@ struct ThreadData {
   T ref_energy{};
 };
 
+// The instances of `nthreads` threads: thread t submits to instances[t]. Distinct ones from
+// partition_space on Kokkos >= 4.2 (an OpenMP instance needs at least one OpenMP thread of its
+// own: partition_space aborts otherwise), else the default instance for every thread.
+std::vector<exec_space> thread_instances(std::size_t nthreads, bool& partitioned) {
+  partitioned = false;
+#if KOKKOS_VERSION >= 40200
+  bool can = nthreads > 1;
+#if defined(KOKKOS_ENABLE_OPENMP)
+  if (std::is_same<exec_space, Kokkos::OpenMP>::value &&
+      static_cast<std::size_t>(exec_space().concurrency()) < nthreads) {
+    can = false;
+  }
+#endif
+  if (can) {
+    partitioned = true;
+    return Kokkos::Experimental::partition_space(exec_space(), std::vector<int>(nthreads, 1));
+  }
+#endif
+  return std::vector<exec_space>(nthreads, exec_space());
+}
+
 template <class T>
 ThreadRun run_threads_once(TemporaryPolicy policy, std::size_t nthreads, std::size_t reps,
                            const NetworkPlan& plan, std::vector<ThreadData<T>>& data,
-                           kbuf::AllocatorPool<space>& pool) {
+                           const std::vector<exec_space>& instances,
+                           const std::vector<std::unique_ptr<pool_type>>& pools) {
   ThreadRun result;
   std::atomic<std::size_t> ready{0};
   std::atomic<bool> go{false};
@@ -381,16 +411,16 @@ ThreadRun run_threads_once(TemporaryPolicy policy, std::size_t nthreads, std::si
     threads.emplace_back([&, t] {
       try {
         const ThreadData<T>& d = data[t];
+        const exec_space& exec = instances[t];
         kbuf::BufferAllocator<space>* alloc = nullptr;
         std::unique_ptr<Temporaries<space>> tmp;
         if (policy == TemporaryPolicy::kbuf) {
-          alloc = &pool.local();
+          alloc = &pools[t % pools.size()]->local();  // bound to `exec`
           tmp = std::make_unique<Temporaries<space>>(*alloc);
         } else {
-          tmp = std::make_unique<Temporaries<space>>(policy);
+          tmp = std::make_unique<Temporaries<space>>(policy, exec);
         }
         Tensor<T, space> hraa = make_hraa(d.net, "HRAA");
-        const typename space::execution_space exec;
         T energy{};
         for (int i = 0; i < 3; ++i) energy = contract_network(*tmp, plan, d.net, hraa);  // warm-up
         exec.fence();
@@ -427,22 +457,44 @@ ThreadRun run_threads_once(TemporaryPolicy policy, std::size_t nthreads, std::si
   return result;
 }
 
+// Kokkos before 3.5 keeps one scratch buffer for every Serial kernel (team scratch, reduction
+// space), resized and used without a lock (3.5 added one): kernels dispatched from several host
+// threads at once race, Kokkos Kernels' GEMM (a team kernel with scratch) among them.
+constexpr bool serial_kernels_race =
+#if KOKKOS_VERSION < 30500 && defined(KOKKOS_ENABLE_SERIAL)
+    std::is_same<exec_space, Kokkos::Serial>::value;
+#else
+    false;
+#endif
+
 template <class T>
-int run_threads(const Options& o) {
+int run_threads(Options o) {
+  if (serial_kernels_race && o.threads > 1) {
+    std::printf("kbuf-demo: --threads %zu: Kokkos %s's Serial backend shares one scratch buffer\n"
+                "           between all kernels without a lock (fixed in Kokkos 3.5), so kernels\n"
+                "           dispatched from several host threads at once race: running 1 thread.\n\n",
+                o.threads, kokkos_version().c_str());
+    o.threads = 1;
+  }
   std::printf("threads: contractions of HRAA and E per second of wall time, %zu host thread%s at "
               "most;\n"
-              "         every thread contracts its own network (own data, own HRAA) and takes\n"
-              "         its temporaries from its own allocator out of one kbuf::AllocatorPool\n"
-              "         (kbuf) or from fresh managed Views; after 3 warm-up contractions each,\n"
-              "         the threads start together and each fences its own instance after every\n"
-              "         contraction; best of 3 interleaved runs of reps contractions per thread.\n"
-              "         scaling = contractions/s over the same strategy's on one\n"
+              "         every thread contracts its own network (own data, own HRAA) on its own\n"
+              "         execution space instance where Kokkos makes them (instances: partition =\n"
+              "         Kokkos::Experimental::partition_space(%s(), 1, ..., 1); default = the\n"
+              "         default instance for every thread) and takes its temporaries from its own\n"
+              "         allocator out of its instance's kbuf::AllocatorPool (kbuf) or from fresh\n"
+              "         managed Views allocated on its instance; after 3 warm-up contractions\n"
+              "         each, the threads start together and each fences its own instance after\n"
+              "         every contraction; best of 3 interleaved runs of reps contractions per\n"
+              "         thread. scaling = contractions/s over the same strategy's on one\n"
               "         thread; speed-up = over View(init) at the same thread count.\n"
               "         host concurrency: %d (Kokkos %s), hardware threads: %u\n\n",
-              o.threads, o.threads == 1 ? "" : "s", kbuf::default_execution_space().concurrency(),
+              o.threads, o.threads == 1 ? "" : "s", exec_space::name(),
+              kbuf::default_execution_space().concurrency(),
               kbuf::default_execution_space::name(), std::thread::hardware_concurrency());
-  std::printf("%5s %3s %7s  %-13s %6s %14s %8s %9s %10s %12s\n", "D", "d", "threads", "strategy",
-              "reps", "contractions/s", "scaling", "speed-up", "fallbacks", "max rel err");
+  std::printf("%5s %3s %7s %-9s  %-13s %6s %14s %8s %9s %10s %12s\n", "D", "d", "threads",
+              "instances", "strategy", "reps", "contractions/s", "scaling", "speed-up",
+              "fallbacks", "max rel err");
   bool ok = true;
   const TemporaryPolicy policies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
                                  TemporaryPolicy::fresh_views_initialized};
@@ -455,21 +507,35 @@ int run_threads(const Options& o) {
       data[t].ref_energy = reference_expectation_value(data[t].host, data[t].ref);
     }
     const NetworkPlan plan = plan_network<T>(bond, o.phys);
-    kbuf::AllocatorPool<space> pool;  // threads of every count take their allocators here
+    std::size_t allocators = 0;
 
     std::size_t reps = o.reps;
     if (reps == 0) {  // size from one thread's kbuf contractions
-      const ThreadRun probe = run_threads_once<T>(TemporaryPolicy::kbuf, 1, 3, plan, data, pool);
+      bool partitioned = false;
+      const std::vector<exec_space> one = thread_instances(1, partitioned);
+      std::vector<std::unique_ptr<pool_type>> pools;
+      pools.push_back(std::make_unique<pool_type>(one[0]));
+      const ThreadRun probe =
+          run_threads_once<T>(TemporaryPolicy::kbuf, 1, 3, plan, data, one, pools);
       reps = static_cast<std::size_t>(budget_seconds * probe.per_second);
       reps = std::min<std::size_t>(std::max<std::size_t>(reps, 5), 20000);
     }
     double one_thread[3] = {0, 0, 0};
     for (std::size_t n = 1; n <= o.threads; ++n) {
+      bool partitioned = false;
+      const std::vector<exec_space> instances = thread_instances(n, partitioned);
+      // One pool per instance (one for all threads on the default instance): each thread
+      // takes its allocator, bound to its instance, from its instance's pool; the runs below
+      // reuse the allocators of the previous runs' exited threads.
+      std::vector<std::unique_ptr<pool_type>> pools;
+      for (std::size_t i = 0; i < (partitioned ? n : 1); ++i) {
+        pools.push_back(std::make_unique<pool_type>(instances[i]));
+      }
       // Best of three interleaved runs: on a shared machine the least disturbed one.
       ThreadRun runs[3];
       for (int k = 0; k < 3; ++k) {
         for (int s = 0; s < 3; ++s) {
-          ThreadRun r = run_threads_once<T>(policies[s], n, reps, plan, data, pool);
+          ThreadRun r = run_threads_once<T>(policies[s], n, reps, plan, data, instances, pools);
           if (!r.error.empty() || !(r.max_error <= tolerance) || r.fallbacks_after_warmup != 0) {
             runs[s] = r;  // keep a failure visible
             runs[s].per_second = 0;
@@ -503,14 +569,16 @@ int run_threads(const Options& o) {
             ok = false;
           }
         }
-        std::printf("%5zu %3zu %7zu  %-13s %6zu %14.1f %7.2fx %8.2fx %10s %12.2e\n", bond, o.phys,
-                    n, to_string(policies[s]), reps, r.per_second, r.per_second / one_thread[s],
+        std::printf("%5zu %3zu %7zu %-9s  %-13s %6zu %14.1f %7.2fx %8.2fx %10s %12.2e\n", bond,
+                    o.phys, n, partitioned ? "partition" : "default", to_string(policies[s]),
+                    reps, r.per_second, r.per_second / one_thread[s],
                     r.per_second / runs[2].per_second, fb, r.max_error);
         std::fflush(stdout);
       }
+      for (const auto& pool : pools) allocators += pool->size();
     }
-    std::printf("%5zu %3zu  pool: %zu allocators for %zu threads at most (exited threads' "
-                "allocators reused)\n", bond, o.phys, pool.size(), o.threads);
+    std::printf("%5zu %3zu  pools: %zu allocators made in all for the runs on 1..%zu threads (exited threads' "
+                "allocators reused)\n", bond, o.phys, allocators, o.threads);
   }
   std::printf("\n%s\n", ok ? "OK: every strategy on every thread agrees with the reference; kbuf "
                              "served every temporary from its buffer after warm-up"

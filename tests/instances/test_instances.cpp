@@ -374,3 +374,28 @@ TEST_CASE("allocators on two instances fence only their own instance") {
   CHECK(a.statistics().fences == 1);
 }
 #endif
+
+TEST_CASE("a pool bound to an instance makes allocators that fence that instance only") {
+  const exec_space exec = make_instance();
+  kbuf::AllocatorPool<space> pool(exec, 256, Alloc::default_alignment, "pool-a");
+  Alloc& alloc = pool.local();
+  CHECK(kbuf_test::tool_device_id(alloc.execution_space_instance()) ==
+        kbuf_test::tool_device_id(exec));
+  CHECK(kbuf_test::tool_device_id(pool.execution_space_instance()) ==
+        kbuf_test::tool_device_id(exec));
+  CHECK(alloc.capacity() == kbuf::buffer_size(256));
+  const auto cp = alloc.checkpoint();
+  auto t = alloc.allocate<double*>(big_count);  // does not fit: a fallback
+  (void)t;
+  ToolRecorder rec;
+  alloc.reset(cp);  // frees the fallback after fencing the bound instance
+  INFO(rec.describe());
+  CHECK(alloc.statistics().fences == 1);
+  if (fences_observable()) {
+    CHECK(rec.count([](const ToolEvent& e) {
+      return kbuf_test::is_kbuf_fence(e) && e.name.find("[pool-a[0]]") != std::string::npos;
+    }) == 1);
+    CHECK(rec.kbuf_fences_of(exec) == 1);
+    CHECK(rec.unexplained_global_fences() == 0);
+  }
+}

@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include "tensor_test_support.hpp"
+#include "tool_recorder.hpp"  // tests/instances: Kokkos Tools events
+
+#include <thread>
 
 using namespace kbuf_tensor_test;
 
@@ -126,4 +129,99 @@ TEST_CASE_TEMPLATE("a plan executed on tensors of other shapes throws and alloca
   const T e1 = contract_network(tmp, plan, net, hraa);
   const T e2 = contract_network(tmp, net, hraa);
   CHECK(e1 == e2);
+}
+
+using Exec = space::execution_space;
+
+// The instances a test contracts on: two distinct ones where Kokkos makes them (partition_space,
+// Kokkos >= 4.2; an OpenMP instance needs a thread of its own), else the default instance.
+std::vector<Exec> test_instances() {
+#if KOKKOS_VERSION >= 40200
+  if (!std::is_same<Exec, Kokkos::DefaultHostExecutionSpace>::value || Exec().concurrency() >= 2) {
+    return Kokkos::Experimental::partition_space(Exec(), std::vector<int>{1, 1});
+  }
+#endif
+  return {Exec()};
+}
+
+TEST_CASE_TEMPLATE(
+    "a contraction runs every kernel on its temporaries' instance and fences no other", T, double,
+    Kokkos::complex<double>) {
+  const auto host = random_host_network<T>(8, 2, 21);
+  const auto net = to_device<T, space>(host);
+  const auto ref = reference_hraa(host);
+  const T ref_e = reference_expectation_value(host, ref);
+  for (const Exec& exec : test_instances()) {
+    const auto hraa = make_hraa(net);
+    Alloc alloc(exec);
+    Tmp kb(alloc);
+    Tmp fresh(TemporaryPolicy::fresh_views, exec);
+    const NetworkPlan plan = plan_network<T>(8, 2);
+    contract_network(kb, plan, net, hraa);  // warm-up: grows the buffer
+    exec.fence();
+    T e(0);
+    {
+      kbuf_test::ToolRecorder rec;
+      e = contract_network(kb, plan, net, hraa);
+#if KOKKOS_VERSION >= 40000
+      const std::uint32_t id = Kokkos::Tools::Experimental::device_id(exec);
+      std::size_t permutes = 0;
+      for (const auto& ev : rec.events()) {
+        CAPTURE(ev.name);
+        if (ev.kind == kbuf_test::ToolEvent::kernel) {
+          CHECK(ev.device_id == id);  // permutes, and GEMM kernels where they are Kokkos kernels
+          permutes += ev.name == "kbuf::permute" ? 1 : 0;
+        }
+      }
+      CHECK(permutes == 2);  // the H step permutes X3 and its product
+#if KBUF_TENSOR_BLAS_TAKES_INSTANCE
+      CHECK(rec.global_fences() == 0);  // nothing freed, and GEMM/dot take the instance
+#endif
+#endif
+    }
+    CHECK(relative_error(to_host(hraa), ref) < 1e-12);
+    CHECK(relative_error(e, ref_e) < 1e-12);
+    const auto h2 = make_hraa(net);
+    CHECK(relative_error(contract_network(fresh, plan, net, h2), ref_e) < 1e-12);
+    CHECK(relative_error(to_host(h2), ref) < 1e-12);
+  }
+}
+
+TEST_CASE_TEMPLATE("threads contracting on their own instances get the reference results", T,
+                   double, Kokkos::complex<double>) {
+#if KOKKOS_VERSION < 30500
+  // Kokkos 3.4's Serial backend shares one scratch buffer between all kernels with no lock:
+  // kernels from several host threads race. Nothing to run concurrently there.
+  MESSAGE("Kokkos " << KOKKOS_VERSION << ": kernels from several host threads are not safe");
+#else
+  const std::vector<Exec> instances = test_instances();
+  const std::size_t n = instances.size() < 2 ? 2 : instances.size();
+  std::vector<HostNetwork<T> > hosts;
+  std::vector<Network<T, space> > nets;
+  std::vector<Tensor<T, space> > results;
+  for (std::size_t t = 0; t < n; ++t) {
+    hosts.push_back(random_host_network<T>(12, 2, 30 + t));
+    nets.push_back(to_device<T, space>(hosts.back()));
+    results.push_back(make_hraa(nets.back()));
+  }
+  std::vector<T> energies(n);
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < n; ++t) {
+    threads.emplace_back([&, t] {
+      Alloc alloc(instances[t % instances.size()]);
+      Tmp tmp(alloc);
+      const NetworkPlan plan = plan_network<T>(12, 2);
+      for (int rep = 0; rep < 20; ++rep)
+        energies[t] = contract_network(tmp, plan, nets[t], results[t]);
+      alloc.execution_space_instance().fence();
+    });
+  }
+  for (auto& th : threads) th.join();
+  for (std::size_t t = 0; t < n; ++t) {
+    CAPTURE(t);
+    const auto ref = reference_hraa(hosts[t]);
+    CHECK(relative_error(to_host(results[t]), ref) < 1e-12);
+    CHECK(relative_error(energies[t], reference_expectation_value(hosts[t], ref)) < 1e-12);
+  }
+#endif
 }

@@ -18,6 +18,11 @@
 /// full contraction (rank-0 result) is a `KokkosBlas::dot` where the conjugations allow it.
 /// Every temporary comes from the `Temporaries` passed in and is released before the call
 /// returns (a kbuf scope); the output of `contract` is allocated from it before that scope.
+/// Every kernel runs on the temporaries' execution space instance (the allocator's, for kbuf;
+/// the default instance unless one was given) and no call fences anything else, so host
+/// threads that contract on distinct instances do not wait for each other's work. Kokkos
+/// Kernels before 4.1 run GEMM and dot on the default instance only: there the instance is
+/// fenced before and the default instance after each of them.
 
 #include <array>
 #include <cstddef>
@@ -79,20 +84,37 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
                                  Conj conj = Conj::none);
 
 /// `dst = op(src)` permuted: dimension j of dst is dimension perm[j] of src; op conjugates when
-/// `conj`. A Kokkos kernel on MemorySpace's execution space (asynchronous on devices).
+/// `conj`. A Kokkos kernel on the instance `space` (asynchronous on devices).
 /// @throws kbuf::logic_error if dst's shape is not src's permuted shape.
 template <class T, class MemorySpace>
-void permute_into(const Tensor<T, MemorySpace>& src, const std::array<int, max_rank>& perm,
+void permute_into(const typename MemorySpace::execution_space& space,
+                  const Tensor<T, MemorySpace>& src, const std::array<int, max_rank>& perm,
                   const Tensor<T, MemorySpace>& dst, bool conj = false);
 
-/// `dst[dst_labels] = op(src)[src_labels]` (same labels, any order).
+/// As above, on the default instance.
+template <class T, class MemorySpace>
+void permute_into(const Tensor<T, MemorySpace>& src, const std::array<int, max_rank>& perm,
+                  const Tensor<T, MemorySpace>& dst, bool conj = false) {
+  permute_into(typename MemorySpace::execution_space(), src, perm, dst, conj);
+}
+
+/// `dst[dst_labels] = op(src)[src_labels]` (same labels, any order), a kernel on `space`.
 /// @throws kbuf::logic_error if the labels are not a permutation of each other or the shapes
 /// do not match.
 template <class T, class MemorySpace>
-void permute_into(const Tensor<T, MemorySpace>& dst, const char* dst_labels,
+void permute_into(const typename MemorySpace::execution_space& space,
+                  const Tensor<T, MemorySpace>& dst, const char* dst_labels,
                   const Tensor<T, MemorySpace>& src, const char* src_labels, bool conj = false);
 
-/// Executes `plan` with temporaries from `tmp` (released before it returns), writing into `c`.
+/// As above, on the default instance.
+template <class T, class MemorySpace>
+void permute_into(const Tensor<T, MemorySpace>& dst, const char* dst_labels,
+                  const Tensor<T, MemorySpace>& src, const char* src_labels, bool conj = false) {
+  permute_into(typename MemorySpace::execution_space(), dst, dst_labels, src, src_labels, conj);
+}
+
+/// Executes `plan` with temporaries from `tmp` (released before it returns), writing into `c`,
+/// on `tmp.execution_space_instance()`; the work may still run when it returns.
 /// A plan made once and executed many times takes the label analysis off the per-contraction
 /// path, as TensorOperations' `@tensor` does at macro expansion.
 /// @throws kbuf::logic_error if a, b or c do not have the shapes the plan was made for.
@@ -152,9 +174,11 @@ void contract_into(Temporaries<MemorySpace>& tmp, const Tensor<T, MemorySpace>& 
 // The library instantiates these for double and Kokkos::complex<double> in
 // kbuf::default_memory_space; include <kbuf_tensor/contract_impl.hpp> for other types.
 #define KBUF_TENSOR_DECLARE(EXTERN, T, MS)                                                         \
-  EXTERN template void permute_into<T, MS>(const Tensor<T, MS>&, const std::array<int, max_rank>&, \
+  EXTERN template void permute_into<T, MS>(const typename MS::execution_space&,                    \
+                                           const Tensor<T, MS>&, const std::array<int, max_rank>&, \
                                            const Tensor<T, MS>&, bool);                            \
-  EXTERN template void permute_into<T, MS>(const Tensor<T, MS>&, const char*,                      \
+  EXTERN template void permute_into<T, MS>(const typename MS::execution_space&,                    \
+                                           const Tensor<T, MS>&, const char*,                      \
                                            const Tensor<T, MS>&, const char*, bool);               \
   EXTERN template void execute<T, MS>(Temporaries<MS>&, const ContractionPlan&,                    \
                                       const Tensor<T, MS>&, const Tensor<T, MS>&,                  \

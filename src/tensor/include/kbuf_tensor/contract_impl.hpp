@@ -7,11 +7,21 @@
 
 #include <cstdint>
 
+#include <KokkosKernels_config.h>
 #include <KokkosBlas1_dot.hpp>
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
 #include <kbuf_tensor/contract.hpp>
+
+// Kokkos Kernels 4.1 gave KokkosBlas::gemm and KokkosBlas::dot an execution space instance
+// as their first argument; before, they ran on the default instance of the views' space.
+// (Kokkos Kernels 3.x from Trilinos defines no version macro.)
+#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
+#define KBUF_TENSOR_BLAS_TAKES_INSTANCE 1
+#else
+#define KBUF_TENSOR_BLAS_TAKES_INSTANCE 0
+#endif
 
 namespace kbuf_tensor {
 namespace Impl {
@@ -72,8 +82,9 @@ struct PermuteKernel {
 };
 
 template <class T, class MemorySpace, bool Conjugate>
-void launch_permute(const T* src, const Shape& src_shape, const std::array<int, max_rank>& perm,
-                    T* dst, std::size_t n) {
+void launch_permute(const typename MemorySpace::execution_space& space, const T* src,
+                    const Shape& src_shape, const std::array<int, max_rank>& perm, T* dst,
+                    std::size_t n) {
   using exec = typename MemorySpace::execution_space;
   using kernel_type = PermuteKernel<T, MemorySpace, Conjugate>;
   kernel_type kernel;
@@ -113,28 +124,55 @@ void launch_permute(const T* src, const Shape& src_shape, const std::array<int, 
     Kokkos::parallel_for(
         "kbuf::permute",
         Kokkos::RangePolicy<exec, typename kernel_type::ByRow, Kokkos::IndexType<std::int64_t>>(
-            0, rows),
+            space, 0, rows),
         kernel);
   } else {
     Kokkos::parallel_for(
         "kbuf::permute",
         Kokkos::RangePolicy<exec, typename kernel_type::ByElement, Kokkos::IndexType<std::int64_t>>(
-            0, total),
+            space, 0, total),
         kernel);
   }
 }
 
-/// dst = op(src permuted by perm); n = number of elements (both).
+/// dst = op(src permuted by perm), a kernel on `space`; n = number of elements (both).
 template <class T, class MemorySpace>
-void permute_raw(const T* src, const Shape& src_shape, const std::array<int, max_rank>& perm,
-                 T* dst, bool conj) {
+void permute_raw(const typename MemorySpace::execution_space& space, const T* src,
+                 const Shape& src_shape, const std::array<int, max_rank>& perm, T* dst, bool conj) {
   const std::size_t n = src_shape.size();
   if (n == 0) return;
   if (conj && is_complex<T>::value) {
-    launch_permute<T, MemorySpace, true>(src, src_shape, perm, dst, n);
+    launch_permute<T, MemorySpace, true>(space, src, src_shape, perm, dst, n);
   } else {
-    launch_permute<T, MemorySpace, false>(src, src_shape, perm, dst, n);
+    launch_permute<T, MemorySpace, false>(space, src, src_shape, perm, dst, n);
   }
+}
+
+/// C = alpha op(A) op(B) + beta C on `space`. Before Kokkos Kernels 4.1 the GEMM runs on the
+/// default instance: `space` is fenced before it and the default instance after it, so the
+/// order of work on `space` holds either way.
+template <class ExecSpace, class AV, class BV, class CV, class T>
+void gemm_on(const ExecSpace& space, const char* opa, const char* opb, const T& alpha, const AV& a,
+             const BV& b, const T& beta, const CV& c) {
+#if KBUF_TENSOR_BLAS_TAKES_INSTANCE
+  KokkosBlas::gemm(space, opa, opb, alpha, a, b, beta, c);
+#else
+  space.fence();
+  KokkosBlas::gemm(opa, opb, alpha, a, b, beta, c);
+  ExecSpace().fence();
+#endif
+}
+
+/// r() = sum conj(x) y on `space` (see gemm_on for Kokkos Kernels before 4.1).
+template <class ExecSpace, class RV, class XV, class YV>
+void dot_on(const ExecSpace& space, const RV& r, const XV& x, const YV& y) {
+#if KBUF_TENSOR_BLAS_TAKES_INSTANCE
+  KokkosBlas::dot(space, r, x, y);
+#else
+  space.fence();
+  KokkosBlas::dot(r, x, y);
+  ExecSpace().fence();
+#endif
 }
 
 Shape permuted_shape(const Shape& s, const std::array<int, max_rank>& perm);
@@ -144,20 +182,22 @@ std::array<int, max_rank> label_permutation(const char* dst_labels, const char* 
 }  // namespace Impl
 
 template <class T, class MemorySpace>
-void permute_into(const Tensor<T, MemorySpace>& src, const std::array<int, max_rank>& perm,
+void permute_into(const typename MemorySpace::execution_space& space,
+                  const Tensor<T, MemorySpace>& src, const std::array<int, max_rank>& perm,
                   const Tensor<T, MemorySpace>& dst, bool conj) {
   const Shape expected = Impl::permuted_shape(src.shape, perm);
   KBUF_EXPECTS(dst.shape == expected, "kbuf_tensor::permute_into: destination shape ",
                to_string(dst.shape), " is not the permuted source shape ", to_string(expected));
-  Impl::permute_raw<T, MemorySpace>(src.data.data(), src.shape, perm, dst.data.data(), conj);
+  Impl::permute_raw<T, MemorySpace>(space, src.data.data(), src.shape, perm, dst.data.data(), conj);
 }
 
 template <class T, class MemorySpace>
-void permute_into(const Tensor<T, MemorySpace>& dst, const char* dst_labels,
+void permute_into(const typename MemorySpace::execution_space& space,
+                  const Tensor<T, MemorySpace>& dst, const char* dst_labels,
                   const Tensor<T, MemorySpace>& src, const char* src_labels, bool conj) {
   const auto perm =
       Impl::label_permutation(dst_labels, src_labels, src.shape, "kbuf_tensor::permute_into");
-  permute_into(src, perm, dst, conj);
+  permute_into(space, src, perm, dst, conj);
 }
 
 template <class T, class MemorySpace>
@@ -173,6 +213,9 @@ void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
                to_string(b.shape), " -> ", to_string(c.shape), ", the plan was made for ",
                to_string(plan.a), ", ", to_string(plan.b), " -> ", to_string(plan.c));
 
+  // Every kernel goes to the temporaries' instance: with kbuf, the one the allocator is bound
+  // to, so the memory its scope releases is reused in stream order.
+  const auto& space = tmp.execution_space_instance();
   // Temporaries live until the end of this function; with kbuf the scope then releases them.
   auto scope = tmp.scope();
   temporary ta, tb, tc;
@@ -181,12 +224,12 @@ void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
   T* pc = c.data.data();
   if (plan.permute_a) {
     ta = tmp.template allocate<T>(a.size());
-    Impl::permute_raw<T, MemorySpace>(pa, a.shape, plan.perm_a, ta.data(), plan.conj_a);
+    Impl::permute_raw<T, MemorySpace>(space, pa, a.shape, plan.perm_a, ta.data(), plan.conj_a);
     pa = ta.data();
   }
   if (plan.permute_b) {
     tb = tmp.template allocate<T>(b.size());
-    Impl::permute_raw<T, MemorySpace>(pb, b.shape, plan.perm_b, tb.data(), plan.conj_b);
+    Impl::permute_raw<T, MemorySpace>(space, pb, b.shape, plan.perm_b, tb.data(), plan.conj_b);
     pb = tb.data();
   }
   if (plan.permute_c) {
@@ -208,26 +251,28 @@ void execute(Temporaries<MemorySpace>& tmp, const ContractionPlan& plan,
     using scalar = Kokkos::View<T, Kokkos::LayoutRight, MemorySpace, Kokkos::MemoryUnmanaged>;
     const vector va(pa, k), vb(pb, k);
     if (cb) {
-      KokkosBlas::dot(scalar(pc), vb, va);
+      Impl::dot_on(space, scalar(pc), vb, va);
     } else {
-      KokkosBlas::dot(scalar(pc), va, vb);
+      Impl::dot_on(space, scalar(pc), va, vb);
     }
+  } else if (k == 0) {  // an empty sum; Kokkos Kernels would scale C on the default instance
+    Kokkos::deep_copy(space, matrix(pc, m, n), zero);
   } else if (!plan.swap) {  // C(m x n) = op(A)(m x k) op(B)(k x n)
     const_matrix ma(pa, plan.op_a == 'N' ? m : k, plan.op_a == 'N' ? k : m);
     const_matrix mb(pb, plan.op_b == 'N' ? k : n, plan.op_b == 'N' ? n : k);
     const char opa[2] = {plan.op_a, '\0'};
     const char opb[2] = {plan.op_b, '\0'};
-    KokkosBlas::gemm(opa, opb, one, ma, mb, zero, matrix(pc, m, n));
+    Impl::gemm_on(space, opa, opb, one, ma, mb, zero, matrix(pc, m, n));
   } else {  // C(m x n) = op(B)(m x k) op(A)(k x n)
     const_matrix mb(pb, plan.op_b == 'N' ? m : k, plan.op_b == 'N' ? k : m);
     const_matrix ma(pa, plan.op_a == 'N' ? k : n, plan.op_a == 'N' ? n : k);
     const char opb[2] = {plan.op_b, '\0'};
     const char opa[2] = {plan.op_a, '\0'};
-    KokkosBlas::gemm(opb, opa, one, mb, ma, zero, matrix(pc, m, n));
+    Impl::gemm_on(space, opb, opa, one, mb, ma, zero, matrix(pc, m, n));
   }
 
   if (plan.permute_c) {
-    Impl::permute_raw<T, MemorySpace>(pc, plan.product, plan.perm_c, c.data.data(), false);
+    Impl::permute_raw<T, MemorySpace>(space, pc, plan.product, plan.perm_c, c.data.data(), false);
   }
 }
 

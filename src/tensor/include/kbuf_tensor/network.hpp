@@ -147,7 +147,7 @@ NetworkPlan plan_network(std::size_t bond, std::size_t phys) {
 
 /// HRAA into `hraa` (shape [D, d, d, D], not a temporary), every intermediate from `tmp`:
 /// X1, X2, X3 and the contractions' own temporaries, all released before it returns. Work is
-/// submitted to MemorySpace's execution space and may still run when it returns.
+/// submitted to `tmp.execution_space_instance()` and may still run when it returns.
 /// @throws kbuf::logic_error if the tensors do not have the shapes `plan` was made for.
 template <class T, class MemorySpace>
 void contract_hraa(Temporaries<MemorySpace>& tmp, const NetworkPlan& plan,
@@ -160,7 +160,8 @@ void contract_hraa(Temporaries<MemorySpace>& tmp, const NetworkPlan& plan,
 }
 
 /// E = conj(A1[a,s1,b]) conj(A2[b,s2,c]) HRAA[a,s1,s2,c], with Psi = A1 A2 and the 1-element
-/// result as temporaries from `tmp`. Copies E to the host (which waits for the device).
+/// result as temporaries from `tmp`. Copies E to the host on `tmp.execution_space_instance()`
+/// and fences that instance (only).
 template <class T, class MemorySpace>
 T expectation_value(Temporaries<MemorySpace>& tmp, const NetworkPlan& plan,
                     const Network<T, MemorySpace>& net, const Tensor<T, MemorySpace>& hraa) {
@@ -169,7 +170,9 @@ T expectation_value(Temporaries<MemorySpace>& tmp, const NetworkPlan& plan,
   const auto e = contract(tmp, plan.energy, psi, hraa);
   T value(0);
   Kokkos::View<T*, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> host(&value, 1);
-  Kokkos::deep_copy(host, e.data);
+  const auto& space = tmp.execution_space_instance();
+  Kokkos::deep_copy(space, host, e.data);
+  space.fence();
   return value;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 
 #include <Kokkos_Core.hpp>
 #include <kbuf/kbuf.hpp>
@@ -31,22 +32,33 @@ const char* to_string(TemporaryPolicy policy) noexcept;
 /// strategies it owns its memory and lives as long as a copy of the handle does. Code that uses
 /// temporaries only inside a `scope()` and keeps no handle beyond it works for all three.
 ///
+/// The temporaries also name the execution space instance the contractions that use them run
+/// on: the allocator's instance (kbuf), else the one passed in (by default the default
+/// instance). Every kernel of a contraction (permutes, GEMM, dot) and every fence it issues go
+/// to that instance, so reusing the allocator's memory after a scope is in stream order, and
+/// contractions on distinct instances (from distinct host threads) wait only on their own work.
+///
 /// Not thread-safe; keeps a pointer to the allocator, which must outlive it.
 template <class MemorySpace = kbuf::default_memory_space>
 class Temporaries {
  public:
   using memory_space = MemorySpace;
+  using execution_space = typename MemorySpace::execution_space;
   using allocator_type = kbuf::BufferAllocator<MemorySpace>;
   template <class T>
   using view = Kokkos::View<T*, Kokkos::LayoutRight, MemorySpace>;
 
-  /// Temporaries served by `alloc` (TemporaryPolicy::kbuf).
+  /// Temporaries served by `alloc` (TemporaryPolicy::kbuf); contractions run on the instance
+  /// `alloc` is bound to.
   explicit Temporaries(allocator_type& alloc) noexcept
-      : policy_(TemporaryPolicy::kbuf), alloc_(&alloc) {}
+      : policy_(TemporaryPolicy::kbuf), alloc_(&alloc), exec_(alloc.execution_space_instance()) {}
 
-  /// Temporaries that are fresh managed Views.
+  /// Temporaries that are fresh managed Views, allocated (and, for
+  /// TemporaryPolicy::fresh_views_initialized, initialised) on `exec`; contractions run on
+  /// `exec`.
   /// @throws kbuf::logic_error for TemporaryPolicy::kbuf (which needs an allocator).
-  explicit Temporaries(TemporaryPolicy policy) : policy_(policy) {
+  explicit Temporaries(TemporaryPolicy policy, const execution_space& exec = execution_space())
+      : policy_(policy), exec_(exec) {
     KBUF_EXPECTS(policy != TemporaryPolicy::kbuf,
                  "kbuf_tensor::Temporaries(TemporaryPolicy::kbuf): pass the kbuf::BufferAllocator "
                  "instead of the policy");
@@ -59,6 +71,8 @@ class Temporaries {
   [[nodiscard]] TemporaryPolicy policy() const noexcept { return policy_; }
   /// The allocator (TemporaryPolicy::kbuf), else nullptr.
   [[nodiscard]] allocator_type* allocator() const noexcept { return alloc_; }
+  /// The execution space instance contractions with these temporaries run on.
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
   /// Temporaries handed out since construction.
   [[nodiscard]] std::size_t count() const noexcept { return count_; }
 
@@ -71,10 +85,10 @@ class Temporaries {
       case TemporaryPolicy::kbuf:
         return alloc_->template allocate<T*>(n);
       case TemporaryPolicy::fresh_views:
-        return view<T>(Kokkos::view_alloc(Kokkos::WithoutInitializing, "temporary"), n);
+        return view<T>(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, "temporary"), n);
       case TemporaryPolicy::fresh_views_initialized:
       default:
-        return view<T>("temporary", n);
+        return view<T>(Kokkos::view_alloc(exec_, std::string("temporary")), n);
     }
   }
 
@@ -105,6 +119,7 @@ class Temporaries {
  private:
   TemporaryPolicy policy_;
   allocator_type* alloc_ = nullptr;
+  execution_space exec_;
   std::size_t count_ = 0;
 };
 
