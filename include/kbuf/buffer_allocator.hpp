@@ -23,20 +23,9 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/sizes.hpp>
+#include <kbuf/statistics.hpp>
 
 namespace kbuf {
-
-/// Counters of one allocator, counted since its construction.
-struct Statistics {
-  std::size_t temporaries = 0;     ///< temporaries served from the buffer (zero-sized included)
-  std::size_t fallbacks = 0;       ///< temporaries served by a fallback allocation
-  std::size_t fallback_bytes = 0;  ///< bytes requested by those fallbacks
-  std::size_t regrows = 0;         ///< times the buffer was replaced (growth, resize, shrink)
-  std::size_t resets = 0;          ///< successful `reset` calls, scopes' included
-  std::size_t fences = 0;          ///< fences the allocator issued on its execution space instance
-  std::size_t peak_used = 0;       ///< the largest `used()` seen
-  std::size_t peak_live = 0;       ///< the most temporaries live at once
-};
 
 /// A buffer allocator for temporaries in the memory space `MemorySpace`.
 ///
@@ -362,10 +351,20 @@ class BufferAllocator final {
   /// The allocator's counters.
   [[nodiscard]] Statistics statistics() const noexcept {
     Statistics s = stats_;
-    s.temporaries += serial_ - stats_.fallbacks;  // stats_.temporaries: the zero-sized ones
+    // stats_.temporaries: the zero-sized ones
+    s.temporaries += (serial_ - serial_base_) - stats_.fallbacks;
     if (used_ > s.peak_used) s.peak_used = used_;  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
     return s;
+  }
+
+  /// Starts a new measurement region: every counter of `statistics()` restarts from zero and
+  /// the peaks from what is live now. The high-water mark (the growth target) is kept.
+  void reset_peaks() noexcept {
+    stats_ = Statistics{};
+    stats_.peak_used = used_;
+    stats_.peak_live = depth_;
+    serial_base_ = serial_;
   }
 
   /// Fences the bound execution space instance (only that one, never the whole device). Kokkos
@@ -684,6 +683,7 @@ class BufferAllocator final {
   std::size_t id_capacity_ = 0;
   std::size_t depth_ = 0;
   std::uint64_t serial_ = 0;
+  std::uint64_t serial_base_ = 0;  // serial_ when the measurement region began (reset_peaks)
   std::size_t live_scopes_ = 0;
   Statistics stats_;
 };
