@@ -19,6 +19,7 @@
 #include <kbuf/config.hpp>
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/budget.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
@@ -26,6 +27,9 @@
 #include <kbuf/statistics.hpp>
 
 namespace kbuf {
+
+template <class MemorySpace>
+class AllocatorPool;
 
 /// A buffer allocator for temporaries in the memory space `MemorySpace`.
 ///
@@ -143,12 +147,7 @@ class BufferAllocator final {
   explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
                            std::size_t alignment = default_alignment, std::string label = "kbuf")
       : exec_(exec), alignment_(alignment), label_(std::move(label)) {
-    KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: cannot make allocator '",
-                 label_, "' with alignment = ", alignment,
-                 ": the alignment must be a power of two");
-    const std::size_t capacity = buffer_size(sizehint);
-    grow_ids(initial_id_capacity);
-    take_buffer(capacity, "kbuf::BufferAllocator");
+    init(sizehint);
   }
 
   BufferAllocator(const BufferAllocator&) = delete;
@@ -169,6 +168,7 @@ class BufferAllocator final {
 #endif
     if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
     Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
+    uncharge(capacity_ + fallback_held_);
   }
 
   /// One temporary of `DataType` (e.g. `double**`, `float*[3]`, `Kokkos::complex<double>***`)
@@ -318,14 +318,20 @@ class BufferAllocator final {
   /// after a fence of the bound instance) and lowers the high-water mark to the new capacity
   /// if it was above it.
   /// @throws kbuf::logic_error unless `empty()`.
-  /// @throws kbuf::out_of_memory if the new buffer cannot be allocated; the allocator then
-  /// keeps a buffer of its old capacity where memory allows.
+  /// @throws kbuf::out_of_memory if the new buffer would pass `limit()` (or its pool's
+  /// combined limit; nothing changes then) or cannot be allocated (the allocator then keeps a
+  /// buffer of its old capacity where memory allows).
   void resize(std::size_t nbytes) {
     KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, ") on allocator '", label_,
                  "': ", Impl::count_of{depth_, "temporary is", "temporaries are"},
                  " live; resize only an empty allocator");
     const std::size_t capacity = buffer_size(nbytes);
-    if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::resize");
+    if (capacity != capacity_) {
+      if (capacity > capacity_) {
+        charge(capacity - capacity_, "kbuf::BufferAllocator::resize", "a buffer of", capacity);
+      }
+      replace_buffer(capacity, "kbuf::BufferAllocator::resize");
+    }
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
   }
@@ -358,6 +364,27 @@ class BufferAllocator final {
     return s;
   }
 
+  /// Sets the most bytes the allocator may hold: its buffer (`capacity()`) and its live
+  /// fallbacks (the bytes their temporaries take) together. A fallback or a `resize` that would
+  /// pass it raises `kbuf::out_of_memory` naming the limit, the request and what is held, and
+  /// changes nothing but the high-water mark (which records the need all the same) and
+  /// `statistics().limit_refusals`. Growth stops at the limit: a regrowth makes the buffer as
+  /// large as the high-water mark asks, or the largest `buffer_size` the limit leaves room
+  /// for. Alignment slack and Kokkos' allocation headers are not counted. `SIZE_MAX` (the
+  /// default) is no limit.
+  /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
+  void limit(std::size_t nbytes) {
+    KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",
+                 label_, "': it holds ", held(), " bytes (a buffer of ", capacity_, " and ",
+                 fallback_held_, " in live fallbacks); a limit cannot be set below what is held "
+                 "(resize the buffer or release the fallbacks first)");
+    limit_ = nbytes;
+  }
+  /// The most bytes the allocator may hold (`SIZE_MAX`: no limit).
+  [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+  /// The bytes held against the limit: `capacity()` plus the bytes of the live fallbacks.
+  [[nodiscard]] std::size_t held() const noexcept { return capacity_ + fallback_held_; }
+
   /// Starts a new measurement region: every counter of `statistics()` restarts from zero and
   /// the peaks from what is live now. The high-water mark (the growth target) is kept.
   void reset_peaks() noexcept {
@@ -379,7 +406,81 @@ class BufferAllocator final {
   }
 
  private:
+  template <class>
+  friend class AllocatorPool;
+
   static constexpr std::size_t initial_id_capacity = 64;
+
+  // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
+  BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
+                  std::size_t alignment, std::string label)
+      : exec_(exec), alignment_(alignment), label_(std::move(label)), budget_(&budget) {
+    init(sizehint);
+  }
+
+  void init(std::size_t sizehint) {
+    KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
+                 label_, "' with alignment = ", alignment_,
+                 ": the alignment must be a power of two");
+    const std::size_t capacity = buffer_size(sizehint);
+    grow_ids(initial_id_capacity);
+    charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
+    try {
+      take_buffer(capacity, "kbuf::BufferAllocator");
+    } catch (...) {
+      uncharge(capacity);
+      throw;
+    }
+  }
+
+  // Takes `bytes` more against the limits (the allocator's and its pool's); false, with nothing
+  // taken, when one of them refuses. Cold paths only.
+  bool try_charge(std::size_t bytes) noexcept {
+    const std::size_t held_now = held();
+    if (bytes > limit_ || held_now > limit_ - bytes) return false;
+    return budget_ == nullptr || budget_->try_take(bytes);
+  }
+
+  // Gives back to the pool's budget what try_charge took. (The allocator's own limit is
+  // checked against its state, which needs no giving back.)
+  void uncharge(std::size_t bytes) noexcept {
+    if (budget_ != nullptr) budget_->give_back(bytes);
+  }
+
+  // try_charge, or kbuf::out_of_memory naming the limit, `what` (with its `requested` bytes,
+  // for `call`) and what is held.
+  void charge(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
+    if (bytes != 0 && KBUF_IMPL_UNLIKELY(!try_charge(bytes))) {
+      refuse_limit(bytes, call, what, requested);
+    }
+  }
+
+  [[noreturn]] KBUF_IMPL_COLD void refuse_limit(std::size_t bytes, const char* call,
+                                                const char* what, std::size_t requested) {
+    ++stats_.limit_refusals;
+    const std::size_t held_now = held();
+    if (bytes > limit_ || held_now > limit_ - bytes) {
+      KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
+                    " bytes would pass the allocator's limit of ", limit_, " bytes: it holds ",
+                    held_now, " (a buffer of ", capacity_, " and ", fallback_held_,
+                    " in fallbacks)");
+    }
+    KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
+                  " bytes would pass the combined limit of ", budget_->limit(),
+                  " bytes of its pool: its allocators hold ", budget_->held(),
+                  " bytes (this one ", held_now, ")");
+  }
+
+  // The largest buffer the limits leave room for, given the fallbacks held.
+  std::size_t largest_buffer() const noexcept {
+    std::size_t room = limit_ - fallback_held_;  // fallback_held_ <= held() <= limit_
+    if (budget_ != nullptr) {
+      // This allocator's buffer is part of what the pool holds: no overflow.
+      const std::size_t pool_room = budget_->available() + capacity_;
+      if (pool_room < room) room = pool_room;
+    }
+    return Impl::buffer_size_floor(room);
+  }
 
   struct Fallback {
     raw_view memory;
@@ -420,7 +521,7 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
       throw_unsatisfiable(nbytes, a);
     }
-    return commit_fallback(take_fallback(nbytes, a), nbytes, a);
+    return commit_fallback(take_fallback(nbytes, a, need_start + nbytes), nbytes, a);
   }
 
   // acquire() with a regrowth pending (empty allocator). What can fail comes before the old
@@ -431,20 +532,60 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
       throw_unsatisfiable(nbytes, a);
     }
+    const std::size_t capacity = regrow_capacity();
     raw_view spare;
-    if (padding + nbytes > regrow_capacity()) spare = take_fallback(nbytes, a);
-    regrow();  // on failure `spare` is freed and nothing has changed
+    if (padding + nbytes > capacity) spare = take_fallback(nbytes, a, padding + nbytes);
+    try {
+      regrow(capacity);
+    } catch (...) {
+      drop_spare(spare, nbytes);  // nothing has changed then
+      throw;
+    }
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
     const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
     if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
+      drop_spare(spare, nbytes);
+      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) {
+        // A limit kept the buffer below the high-water mark: carve without regrowing.
+        return acquire_without_regrowth(nbytes, a);
+      }
       return acquire(nbytes, a);  // carves it: no regrowth is pending now
     }
     return commit_fallback(std::move(spare), nbytes, a);
   }
 
-  // Fallback memory for `nbytes` aligned to `a`, with room reserved to record it. Changes
-  // nothing observable.
-  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a) {
+  // acquire() on an empty allocator whose buffer a limit keeps below the high-water mark:
+  // acquire() with the pending regrowth hidden, so that it carves (or takes a fallback).
+  KBUF_IMPL_COLD void* acquire_without_regrowth(std::size_t nbytes, std::size_t a) {
+    const std::size_t target = hwm_;
+    const bool shrink = shrink_;
+    hwm_ = capacity_;
+    shrink_ = false;
+    void* p = nullptr;
+    try {
+      p = acquire(nbytes, a);
+    } catch (...) {
+      if (target > hwm_) hwm_ = target;
+      shrink_ = shrink;
+      throw;
+    }
+    if (target > hwm_) hwm_ = target;
+    shrink_ = shrink;
+    return p;
+  }
+
+  // Frees a fallback taken for a temporary that did not need it.
+  void drop_spare(raw_view& spare, std::size_t nbytes) noexcept {
+    if (spare.data() == nullptr) return;
+    spare = raw_view();
+    fallback_held_ -= nbytes;
+    uncharge(nbytes);
+  }
+
+  // Fallback memory for `nbytes` aligned to `a`, with room reserved to record it, charged
+  // against the limits. A limit's refusal records `need` (the need with it) in the high-water
+  // mark. Changes nothing else.
+  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a, std::size_t need) {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
       throw_unsatisfiable(nbytes, a);
     }
@@ -454,8 +595,20 @@ class BufferAllocator final {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
                     "': no host memory left to record a fallback of ", nbytes, " bytes");
     }
-    return allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
-                        "a fallback of", nbytes);
+    if (KBUF_IMPL_UNLIKELY(!try_charge(nbytes))) {
+      if (need > hwm_) hwm_ = need;
+      refuse_limit(nbytes, "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
+    }
+    raw_view memory;
+    try {
+      memory = allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
+                            "a fallback of", nbytes);
+    } catch (...) {
+      uncharge(nbytes);
+      throw;
+    }
+    fallback_held_ += nbytes;
+    return memory;
   }
 
   // Hands out `memory` (from take_fallback) as the next temporary. Cannot fail; the caller
@@ -522,9 +675,11 @@ class BufferAllocator final {
   }
 
   // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes,
-  // for `call`. On failure tries to take back the old capacity, then throws.
+  // for `call`. On failure tries to take back the old capacity, then throws. The caller has
+  // charged the growth (capacity - capacity()) if any; what is not kept is given back.
   void replace_buffer(std::size_t capacity, const char* call) {
     const std::size_t old_capacity = capacity_;
+    const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
     if (old_capacity != 0) fence();
     Impl::unpoison<MemorySpace>(base_, capacity_);
     buffer_ = raw_view();
@@ -537,8 +692,10 @@ class BufferAllocator final {
         take_buffer(old_capacity, call);
       } catch (const kbuf::out_of_memory&) {  // keeps no buffer; the next growth retries
       }
+      uncharge(charged - capacity_);
       throw;
     }
+    uncharge(charged - capacity_);
     ++stats_.regrows;
   }
 
@@ -550,13 +707,21 @@ class BufferAllocator final {
                     "': cannot grow the buffer to the high-water mark of ", hwm_, " bytes in ",
                     Impl::space_name<MemorySpace>(), ": no buffer that large fits in size_t");
     }
-    const std::size_t capacity = buffer_size(hwm_);
+    std::size_t capacity = buffer_size(hwm_);
+    if (limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr) {
+      const std::size_t largest = largest_buffer();  // growth stops at the limit
+      if (capacity > largest) capacity = largest;
+    }
     return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
   }
 
-  KBUF_IMPL_COLD void regrow() {
-    const std::size_t capacity = regrow_capacity();
-    if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
+  // Replaces the buffer by one of `capacity` bytes (from regrow_capacity()). Keeps the buffer
+  // when the pool's combined limit refuses the growth (other allocators took the room since).
+  KBUF_IMPL_COLD void regrow(std::size_t capacity) {
+    if (capacity != capacity_) {
+      if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
+      replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
+    }
     shrink_ = false;
   }
 
@@ -595,21 +760,26 @@ class BufferAllocator final {
     if (used_ > stats_.peak_used) stats_.peak_used = used_;  // peaks end here
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
     Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
-#if KBUF_ENABLE_DEBUG
-    for (std::size_t i = cp.nfallbacks_; i < fallbacks_.size(); ++i) {
-      const raw_view& m = fallbacks_[i].memory;
-      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
-    }
-#endif
-    if (fallbacks_.size() > cp.nfallbacks_) {
-      fence_noexcept();
-      fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(cp.nfallbacks_),
-                       fallbacks_.end());
-    }
+    if (fallbacks_.size() > cp.nfallbacks_) free_fallbacks(cp.nfallbacks_);
     depth_ = cp.depth_;
     used_ = cp.used_;
     need_ = cp.need_;
     ++stats_.resets;
+  }
+
+  // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
+  KBUF_IMPL_COLD void free_fallbacks(std::size_t keep) noexcept {
+    std::size_t bytes = 0;
+    for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
+      const raw_view& m = fallbacks_[i].memory;
+      Impl::unpoison<MemorySpace>(m.data(), m.size());
+      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
+      bytes += fallbacks_[i].nbytes;
+    }
+    fence_noexcept();
+    fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
+    fallback_held_ -= bytes;
+    uncharge(bytes);
   }
 
   void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
@@ -686,6 +856,9 @@ class BufferAllocator final {
   std::uint64_t serial_base_ = 0;  // serial_ when the measurement region began (reset_peaks)
   std::size_t live_scopes_ = 0;
   Statistics stats_;
+  std::size_t limit_ = Impl::SharedBudget::no_limit;
+  std::size_t fallback_held_ = 0;          // bytes of the fallbacks held (live or being taken)
+  Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
 };
 
 }  // namespace kbuf

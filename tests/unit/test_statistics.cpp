@@ -28,12 +28,13 @@ TEST_CASE("Statistics prints every counter on one line, in a fixed wording") {
   s.fences = 3;
   s.peak_used = 65536;
   s.peak_live = 4;
+  s.limit_refusals = 5;
   CHECK(text_of(s) ==
         "temporaries 120, fallbacks 2 (4096 bytes), regrows 1, resets 60, fences 3, "
-        "peak used 65536 bytes, peak live 4");
+        "peak used 65536 bytes, peak live 4, limit refusals 5");
   CHECK(text_of(kbuf::Statistics{}) ==
         "temporaries 0, fallbacks 0 (0 bytes), regrows 0, resets 0, fences 0, peak used 0 bytes, "
-        "peak live 0");
+        "peak live 0, limit refusals 0");
 }
 
 TEST_CASE("an allocator's statistics print as the line of its counters") {
@@ -74,6 +75,7 @@ TEST_CASE("reset_peaks() restarts every counter and the peaks from what is live 
   CHECK(fresh.regrows == 0);
   CHECK(fresh.resets == 0);
   CHECK(fresh.fences == 0);
+  CHECK(fresh.limit_refusals == 0);
   CHECK(fresh.peak_live == 1);  // the float temporary is still live
   CHECK(fresh.peak_used == used_now);
   CHECK(alloc.high_water_mark() == hwm);  // the growth target is not a statistic
