@@ -370,7 +370,7 @@ struct ThreadData {
 };
 
 template <class T>
-ThreadRun run_threads_once(Strategy strategy, std::size_t nthreads, std::size_t reps,
+ThreadRun run_threads_once(TemporaryPolicy policy, std::size_t nthreads, std::size_t reps,
                            const NetworkPlan& plan, std::vector<ThreadData<T>>& data,
                            kbuf::AllocatorPool<space>& pool) {
   ThreadRun result;
@@ -387,11 +387,11 @@ ThreadRun run_threads_once(Strategy strategy, std::size_t nthreads, std::size_t 
         const ThreadData<T>& d = data[t];
         kbuf::BufferAllocator<space>* alloc = nullptr;
         std::unique_ptr<Temporaries<space>> tmp;
-        if (strategy == Strategy::kbuf) {
+        if (policy == TemporaryPolicy::kbuf) {
           alloc = &pool.local();
           tmp = std::make_unique<Temporaries<space>>(*alloc);
         } else {
-          tmp = std::make_unique<Temporaries<space>>(strategy);
+          tmp = std::make_unique<Temporaries<space>>(policy);
         }
         Tensor<T, space> hraa = make_hraa(d.net, "HRAA");
         const typename space::execution_space exec;
@@ -448,8 +448,8 @@ int run_threads(const Options& o) {
   std::printf("%5s %3s %7s  %-13s %6s %14s %8s %9s %10s %12s\n", "D", "d", "threads", "strategy",
               "reps", "contractions/s", "scaling", "speed-up", "fallbacks", "max rel err");
   bool ok = true;
-  const Strategy strategies[] = {Strategy::kbuf, Strategy::fresh_views,
-                                 Strategy::fresh_views_initialized};
+  const TemporaryPolicy policies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
+                                 TemporaryPolicy::fresh_views_initialized};
   for (std::size_t bond : o.bonds) {
     std::vector<ThreadData<T>> data(o.threads);
     for (std::size_t t = 0; t < o.threads; ++t) {
@@ -463,7 +463,7 @@ int run_threads(const Options& o) {
 
     std::size_t reps = o.reps;
     if (reps == 0) {  // size from one thread's kbuf contractions
-      const ThreadRun probe = run_threads_once<T>(Strategy::kbuf, 1, 3, plan, data, pool);
+      const ThreadRun probe = run_threads_once<T>(TemporaryPolicy::kbuf, 1, 3, plan, data, pool);
       reps = static_cast<std::size_t>(budget_seconds * probe.per_second);
       reps = std::min<std::size_t>(std::max<std::size_t>(reps, 5), 20000);
     }
@@ -473,7 +473,7 @@ int run_threads(const Options& o) {
       ThreadRun runs[3];
       for (int k = 0; k < 3; ++k) {
         for (int s = 0; s < 3; ++s) {
-          ThreadRun r = run_threads_once<T>(strategies[s], n, reps, plan, data, pool);
+          ThreadRun r = run_threads_once<T>(policies[s], n, reps, plan, data, pool);
           if (!r.error.empty() || !(r.max_error <= tolerance) || r.fallbacks_after_warmup != 0) {
             runs[s] = r;  // keep a failure visible
             runs[s].per_second = 0;
@@ -490,16 +490,16 @@ int run_threads(const Options& o) {
         const ThreadRun& r = runs[s];
         if (!r.error.empty()) {
           std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads, %s: %s\n", bond, n,
-                       to_string(strategies[s]), r.error.c_str());
+                       to_string(policies[s]), r.error.c_str());
           ok = false;
         }
         if (!(r.max_error <= tolerance)) {
           std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads, %s: relative error %.3e exceeds "
-                       "%.0e\n", bond, n, to_string(strategies[s]), r.max_error, tolerance);
+                       "%.0e\n", bond, n, to_string(policies[s]), r.max_error, tolerance);
           ok = false;
         }
         char fb[24] = "-";
-        if (strategies[s] == Strategy::kbuf) {
+        if (policies[s] == TemporaryPolicy::kbuf) {
           std::snprintf(fb, sizeof fb, "%zu", r.fallbacks_after_warmup);
           if (r.fallbacks_after_warmup != 0) {
             std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads: kbuf needed %zu fallbacks "
@@ -508,7 +508,7 @@ int run_threads(const Options& o) {
           }
         }
         std::printf("%5zu %3zu %7zu  %-13s %6zu %14.1f %7.2fx %8.2fx %10s %12.2e\n", bond, o.phys,
-                    n, to_string(strategies[s]), reps, r.per_second, r.per_second / one_thread[s],
+                    n, to_string(policies[s]), reps, r.per_second, r.per_second / one_thread[s],
                     r.per_second / runs[2].per_second, fb, r.max_error);
         std::fflush(stdout);
       }
