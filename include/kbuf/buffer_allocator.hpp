@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -23,6 +24,7 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
+#include <kbuf/impl/passthrough.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
 
@@ -168,6 +170,10 @@ class BufferAllocator final {
 #endif
     if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
     Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
+    for (const Fallback& f : fallbacks_) {
+      Impl::unpoison<MemorySpace>(f.memory.data(), f.memory.size());
+      free_owned(f);
+    }
     uncharge(capacity_ + fallback_held_);
   }
 
@@ -325,7 +331,7 @@ class BufferAllocator final {
     KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, ") on allocator '", label_,
                  "': ", Impl::count_of{depth_, "temporary is", "temporaries are"},
                  " live; resize only an empty allocator");
-    const std::size_t capacity = buffer_size(nbytes);
+    const std::size_t capacity = passthrough_ ? 0 : buffer_size(nbytes);
     if (capacity != capacity_) {
       if (capacity > capacity_) {
         charge(capacity - capacity_, "kbuf::BufferAllocator::resize", "a buffer of", capacity);
@@ -385,6 +391,18 @@ class BufferAllocator final {
   /// The bytes held against the limit: `capacity()` plus the bytes of the live fallbacks.
   [[nodiscard]] std::size_t held() const noexcept { return capacity_ + fallback_held_; }
 
+  /// True in pass-through mode, chosen when the allocator was made: the environment variable
+  /// `KBUF_PASSTHROUGH=1` (or `0`), else the CMake option of the same name. Every temporary is
+  /// then its own allocation (a fallback), freed by the reset that releases it, and placed so
+  /// that it ends where its allocation ends wherever the space's alignment allows (on the host
+  /// always; Kokkos 3.4 to 4.6 round allocations to 8 bytes). AddressSanitizer, valgrind and
+  /// compute-sanitizer then see each temporary's own bounds, which inside the buffer they
+  /// cannot; ASan builds also poison any alignment slack around it. Same API and results,
+  /// slower: there is no buffer (`capacity()` stays 0, `resize` keeps none), and
+  /// `statistics()` counts every temporary as a fallback. The high-water mark and limits work
+  /// as usual.
+  [[nodiscard]] bool passthrough() const noexcept { return passthrough_; }
+
   /// Starts a new measurement region: every counter of `statistics()` restarts from zero and
   /// the peaks from what is live now. The high-water mark (the growth target) is kept.
   void reset_peaks() noexcept {
@@ -422,7 +440,7 @@ class BufferAllocator final {
     KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
                  label_, "' with alignment = ", alignment_,
                  ": the alignment must be a power of two");
-    const std::size_t capacity = buffer_size(sizehint);
+    const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
     grow_ids(initial_id_capacity);
     charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
     try {
@@ -485,7 +503,20 @@ class BufferAllocator final {
   struct Fallback {
     raw_view memory;
     std::size_t nbytes;
+    std::size_t owned_alignment;  // pass-through in HostSpace: operator new's alignment, else 0
   };
+
+  // Pass-through in HostSpace takes memory from the aligned operator new, whose bounds are
+  // exact (Kokkos 3's HostSpace pads every allocation), and frees it itself; `memory` is then
+  // an unmanaged View of it.
+  static constexpr bool passthrough_owns_memory =
+      std::is_same<MemorySpace, Kokkos::HostSpace>::value;
+
+  static void free_owned(const Fallback& f) noexcept {
+    if (f.owned_alignment != 0) {
+      ::operator delete(f.memory.data(), std::align_val_t(f.owned_alignment));
+    }
+  }
 
   // The hot path: carve `nbytes` (> 0) aligned to `a` (>= alignment_) out of the buffer, or
   // serve a fallback. Nothing changes unless it succeeds. Inlined into every allocate (a call
@@ -532,6 +563,7 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
       throw_unsatisfiable(nbytes, a);
     }
+    if (passthrough_) return acquire_slow(nbytes, a);  // no buffer: every temporary falls back
     const std::size_t capacity = regrow_capacity();
     raw_view spare;
     if (padding + nbytes > capacity) spare = take_fallback(nbytes, a, padding + nbytes);
@@ -601,8 +633,10 @@ class BufferAllocator final {
     }
     raw_view memory;
     try {
-      memory = allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
-                            "a fallback of", nbytes);
+      memory = passthrough_ ? take_exact(nbytes, a)
+                            : allocate_raw(nbytes + (a - 1), "::fallback",
+                                           "kbuf::BufferAllocator::allocate", "a fallback of",
+                                           nbytes);
     } catch (...) {
       uncharge(nbytes);
       throw;
@@ -611,12 +645,58 @@ class BufferAllocator final {
     return memory;
   }
 
+  // Pass-through: memory for `nbytes` aligned to `a` that ends where the temporary ends, so
+  // that memory checkers see its bounds. A space that hands out addresses aligned less than
+  // `a` in a fixed pattern (CUDA: 128 bytes past a 256-byte boundary) gets the difference in
+  // front, learned once; without a pattern, the usual slack (poisoned for ASan in
+  // commit_fallback).
+  raw_view take_exact(std::size_t nbytes, std::size_t a) {
+    if constexpr (passthrough_owns_memory) {
+      void* p = nullptr;
+      if (nbytes <= (std::size_t{1} << 62)) {
+        p = ::operator new(nbytes, std::align_val_t(a), std::nothrow);
+      }
+      if (p == nullptr) {
+        KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                      "': cannot allocate a pass-through temporary of ", nbytes, " bytes in ",
+                      Impl::space_name<MemorySpace>());
+      }
+      return raw_view(static_cast<unsigned char*>(p), nbytes);
+    }
+    const auto take = [&](std::size_t front) {
+      return allocate_raw(nbytes + front, "::fallback", "kbuf::BufferAllocator::allocate",
+                          "a fallback of", nbytes);
+    };
+    const auto misalignment = [a](const raw_view& m, std::size_t front) {
+      return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(m.data()) + front) % a);
+    };
+    std::size_t front = passthrough_front_ % a;
+    raw_view memory = take(front);
+    const std::size_t off = misalignment(memory, front);
+    if (off == 0) return memory;
+    front = (front + (a - off)) % a;
+    memory = raw_view();
+    memory = take(front);
+    if (misalignment(memory, front) == 0) {
+      passthrough_front_ = front;
+      return memory;
+    }
+    memory = raw_view();
+    return take(a - 1);
+  }
+
   // Hands out `memory` (from take_fallback) as the next temporary. Cannot fail; the caller
   // checked that the need does not overflow.
   void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
     const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
-    void* p = memory.data() + (Impl::align_up(addr, a) - addr);
-    fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
+    unsigned char* p = memory.data() + (Impl::align_up(addr, a) - addr);
+    if (passthrough_) {  // the slack around the temporary, if any, is out of bounds
+      const std::size_t front = static_cast<std::size_t>(p - memory.data());
+      Impl::poison<MemorySpace>(memory.data(), front);
+      Impl::poison<MemorySpace>(p + nbytes, memory.size() - front - nbytes);
+    }
+    const std::size_t owned = passthrough_owns_memory && passthrough_ ? a : 0;
+    fallbacks_.push_back(Fallback{std::move(memory), nbytes, owned});  // cannot throw: reserved
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
     need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
@@ -777,6 +857,7 @@ class BufferAllocator final {
       bytes += fallbacks_[i].nbytes;
     }
     fence_noexcept();
+    for (std::size_t i = keep; i < fallbacks_.size(); ++i) free_owned(fallbacks_[i]);
     fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
     fallback_held_ -= bytes;
     uncharge(bytes);
@@ -859,6 +940,9 @@ class BufferAllocator final {
   std::size_t limit_ = Impl::SharedBudget::no_limit;
   std::size_t fallback_held_ = 0;          // bytes of the fallbacks held (live or being taken)
   Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
+  bool passthrough_ = Impl::passthrough_requested();  // read once, when the allocator is made
+  std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
+                                       // addresses (take_exact)
 };
 
 }  // namespace kbuf
