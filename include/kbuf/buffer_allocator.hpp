@@ -25,6 +25,7 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/passthrough.hpp>
+#include <kbuf/impl/tools.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
 
@@ -168,6 +169,7 @@ class BufferAllocator final {
                                      "before its allocator"));
     }
 #endif
+    if (reporter_ != nullptr) report_released(0);
     if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
     Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
     for (const Fallback& f : fallbacks_) {
@@ -442,6 +444,9 @@ class BufferAllocator final {
                  ": the alignment must be a power of two");
     const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
     grow_ids(initial_id_capacity);
+    if (Impl::tool_loaded()) {
+      reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, id_capacity_);
+    }
     charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
     try {
       take_buffer(capacity, "kbuf::BufferAllocator");
@@ -543,6 +548,7 @@ class BufferAllocator final {
     need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
     if (need_ > hwm_) hwm_ = need_;
     ids_[depth_++] = ++serial_;
+    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) report_acquired(p, nbytes);
     return p;
   }
 
@@ -702,6 +708,7 @@ class BufferAllocator final {
     need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
     if (need_ > hwm_) hwm_ = need_;
     ids_[depth_++] = ++serial_;
+    if (reporter_ != nullptr) report_acquired(p, nbytes);
     return p;
   }
 
@@ -809,6 +816,7 @@ class BufferAllocator final {
     std::unique_ptr<std::uint64_t[]> ids;
     try {
       ids.reset(new std::uint64_t[n]);
+      if (reporter_ != nullptr) reporter_->grow(n, depth_);
     } catch (const std::bad_alloc&) {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
                     "': no host memory left to track ", n, " live temporaries");
@@ -837,6 +845,7 @@ class BufferAllocator final {
 
   // Precondition: cp is valid. Never resizes.
   void release_to(const Checkpoint& cp) noexcept {
+    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) report_released(cp.depth_);
     if (used_ > stats_.peak_used) stats_.peak_used = used_;  // peaks end here
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
     Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
@@ -845,6 +854,15 @@ class BufferAllocator final {
     used_ = cp.used_;
     need_ = cp.need_;
     ++stats_.resets;
+  }
+
+  // Kokkos Tools: the newest temporary is [p, p + nbytes); the ones above depth `depth` are
+  // released.
+  KBUF_IMPL_COLD void report_acquired(const void* p, std::size_t nbytes) noexcept {
+    reporter_->acquired(depth_ - 1, p, nbytes);
+  }
+  KBUF_IMPL_COLD void report_released(std::size_t depth) noexcept {
+    reporter_->released(depth_, depth);
   }
 
   // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
@@ -941,6 +959,8 @@ class BufferAllocator final {
   std::size_t fallback_held_ = 0;          // bytes of the fallbacks held (live or being taken)
   Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
   bool passthrough_ = Impl::passthrough_requested();  // read once, when the allocator is made
+  std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
+                                                       // construction: every temporary reported
   std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
                                        // addresses (take_exact)
 };
