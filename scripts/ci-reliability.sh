@@ -80,7 +80,7 @@ if has_stage tsan; then
   t0=$SECONDS
   b="$build_root/tsan"
   # Only the executables of the tests labelled "threads"; ctest fails on one not built here.
-  tsan_targets=(kbuf-test-pool kbuf-test-pool-hot-path kbuf-test-pool-debug kbuf-instances-threads)
+  tsan_targets=(kbuf-test-pool kbuf-test-pool-hot-path kbuf-test-pool-debug kbuf-test-limit kbuf-instances-threads)
   cmake -S . -B "$b" "${common[@]}" -DKBUF_SANITIZE=thread -DKBUF_ENABLE_KERNELS=OFF >/dev/null
   nice cmake --build "$b" -j "$jobs" --target "${tsan_targets[@]}"
   say "ThreadSanitizer: ctest -L threads"

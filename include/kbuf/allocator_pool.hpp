@@ -21,6 +21,7 @@
 #include <kbuf/config.hpp>
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/budget.hpp>
 
 namespace kbuf {
 
@@ -273,6 +274,26 @@ class AllocatorPool final {
     return total;
   }
 
+  /// Sets the combined limit: the pool's allocators never hold more than `nbytes` together
+  /// (buffers and live fallbacks, counted as `BufferAllocator::held()` counts them). The
+  /// allocators take their bytes from one shared budget in their cold paths only (buffer
+  /// growth, fallbacks, `resize`, a new allocator's first buffer), with one atomic
+  /// read-modify-write each, and give them back when they free memory; the hot path is
+  /// untouched. What would pass it is refused as `BufferAllocator::limit` refuses: a fallback
+  /// or a `resize` raises `kbuf::out_of_memory` naming the combined limit, a regrowth stops
+  /// where the remaining room ends, and a thread's first `local()` raises
+  /// `kbuf::out_of_memory` if the new allocator's first buffer does not fit. Each allocator
+  /// may have its own `limit()` as well. May be called from any thread. Default: no limit
+  /// (`SIZE_MAX`).
+  /// @throws kbuf::logic_error if the allocators hold more than `nbytes` now; nothing changes.
+  void limit(std::size_t nbytes) {
+    budget_.set_limit(nbytes, "kbuf::AllocatorPool::limit", "pool '" + label_ + "'");
+  }
+  /// The combined limit (`SIZE_MAX`: none).
+  [[nodiscard]] std::size_t limit() const noexcept { return budget_.limit(); }
+  /// Bytes the pool's allocators hold together now (buffers and live fallbacks).
+  [[nodiscard]] std::size_t held() const { return budget_.held(); }
+
   /// The pool's label.
   [[nodiscard]] const std::string& label() const noexcept { return label_; }
   /// The alignment of its allocators.
@@ -285,8 +306,8 @@ class AllocatorPool final {
 
   struct Slot {
     Slot(const execution_space& exec, const std::string& label, std::size_t sizehint,
-         std::size_t alignment, const AllocatorPool* pool)
-        : alloc(exec, sizehint, alignment, label), pool(pool) {}
+         std::size_t alignment, AllocatorPool* pool)
+        : alloc(pool->budget_, exec, sizehint, alignment, label), pool(pool) {}
     allocator_type alloc;
     Impl::PublishedStatistics published;
     const AllocatorPool* pool;  // for messages
@@ -360,6 +381,7 @@ class AllocatorPool final {
   std::string label_;
   std::uint64_t id_;
   std::shared_ptr<Impl::PoolShared> shared_;
+  Impl::SharedBudget budget_;                 // the combined limit; outlives every allocator
   std::vector<std::unique_ptr<Slot>> slots_;  // under shared_->mutex
   std::size_t made_number_ = 0;               // under shared_->mutex
   std::atomic<std::size_t> made_{0};

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <new>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -19,25 +20,20 @@
 #include <kbuf/config.hpp>
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/budget.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/view_traits.hpp>
+#include <kbuf/impl/passthrough.hpp>
+#include <kbuf/impl/tools.hpp>
 #include <kbuf/sizes.hpp>
+#include <kbuf/statistics.hpp>
 
 namespace kbuf {
 
-/// Counters of one allocator, counted since its construction.
-struct Statistics {
-  std::size_t temporaries = 0;     ///< temporaries served from the buffer (zero-sized included)
-  std::size_t fallbacks = 0;       ///< temporaries served by a fallback allocation
-  std::size_t fallback_bytes = 0;  ///< bytes requested by those fallbacks
-  std::size_t regrows = 0;         ///< times the buffer was replaced (growth, resize, shrink)
-  std::size_t resets = 0;          ///< successful `reset` calls, scopes' included
-  std::size_t fences = 0;          ///< fences the allocator issued on its execution space instance
-  std::size_t peak_used = 0;       ///< the largest `used()` seen
-  std::size_t peak_live = 0;       ///< the most temporaries live at once
-};
+template <class MemorySpace>
+class AllocatorPool;
 
 /// A buffer allocator for temporaries in the memory space `MemorySpace`.
 ///
@@ -166,12 +162,7 @@ class BufferAllocator final {
                            std::size_t alignment = default_alignment, std::string label = "kbuf")
       : exec_(exec), alignment_(alignment), label_(std::move(label)) {
     expect_initialized("kbuf::BufferAllocator(exec, sizehint, alignment, label)");
-    KBUF_EXPECTS(is_power_of_two(alignment), "kbuf::BufferAllocator: cannot make allocator '",
-                 label_, "' with alignment = ", alignment,
-                 ": the alignment must be a power of two");
-    const std::size_t capacity = buffer_size(sizehint);
-    grow_ids(initial_id_capacity);
-    take_buffer(capacity, "kbuf::BufferAllocator");
+    init(sizehint);
   }
 
   BufferAllocator(const BufferAllocator&) = delete;
@@ -190,8 +181,14 @@ class BufferAllocator final {
                                      "before its allocator"));
     }
 #endif
+    if (reporter_ != nullptr) report_released(0);
     if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
     Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
+    for (const Fallback& f : fallbacks_) {
+      Impl::unpoison<MemorySpace>(f.memory.data(), f.memory.size());
+      free_owned(f);
+    }
+    uncharge(capacity_ + fallback_held_);
   }
 
   /// One temporary of `DataType` (e.g. `double**`, `float*[3]`, `Kokkos::complex<double>***`)
@@ -344,14 +341,20 @@ class BufferAllocator final {
   /// after a fence of the bound instance) and lowers the high-water mark to the new capacity
   /// if it was above it.
   /// @throws kbuf::logic_error unless `empty()`.
-  /// @throws kbuf::out_of_memory if the new buffer cannot be allocated; the allocator then
-  /// keeps a buffer of its old capacity where memory allows.
+  /// @throws kbuf::out_of_memory if the new buffer would pass `limit()` (or its pool's
+  /// combined limit; nothing changes then) or cannot be allocated (the allocator then keeps a
+  /// buffer of its old capacity where memory allows).
   void resize(std::size_t nbytes) {
     KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, ") on allocator '", label_,
                  "': ", Impl::count_of{depth_, "temporary is", "temporaries are"},
                  " live; resize only an empty allocator");
-    const std::size_t capacity = buffer_size(nbytes);
-    if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::resize");
+    const std::size_t capacity = passthrough_ ? 0 : buffer_size(nbytes);
+    if (capacity != capacity_) {
+      if (capacity > capacity_) {
+        charge(capacity - capacity_, "kbuf::BufferAllocator::resize", "a buffer of", capacity);
+      }
+      replace_buffer(capacity, "kbuf::BufferAllocator::resize");
+    }
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
   }
@@ -377,10 +380,53 @@ class BufferAllocator final {
   /// The allocator's counters.
   [[nodiscard]] Statistics statistics() const noexcept {
     Statistics s = stats_;
-    s.temporaries += serial_ - stats_.fallbacks;  // stats_.temporaries: the zero-sized ones
+    // stats_.temporaries: the zero-sized ones
+    s.temporaries += (serial_ - serial_base_) - stats_.fallbacks;
     if (used_ > s.peak_used) s.peak_used = used_;  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
     return s;
+  }
+
+  /// Sets the most bytes the allocator may hold: its buffer (`capacity()`) and its live
+  /// fallbacks (the bytes their temporaries take) together. A fallback or a `resize` that would
+  /// pass it raises `kbuf::out_of_memory` naming the limit, the request and what is held, and
+  /// changes nothing but the high-water mark (which records the need all the same) and
+  /// `statistics().limit_refusals`. Growth stops at the limit: a regrowth makes the buffer as
+  /// large as the high-water mark asks, or the largest `buffer_size` the limit leaves room
+  /// for. Alignment slack and Kokkos' allocation headers are not counted. `SIZE_MAX` (the
+  /// default) is no limit.
+  /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
+  void limit(std::size_t nbytes) {
+    KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",
+                 label_, "': it holds ", held(), " bytes (a buffer of ", capacity_, " and ",
+                 fallback_held_, " in live fallbacks); a limit cannot be set below what is held "
+                 "(resize the buffer or release the fallbacks first)");
+    limit_ = nbytes;
+  }
+  /// The most bytes the allocator may hold (`SIZE_MAX`: no limit).
+  [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+  /// The bytes held against the limit: `capacity()` plus the bytes of the live fallbacks.
+  [[nodiscard]] std::size_t held() const noexcept { return capacity_ + fallback_held_; }
+
+  /// True in pass-through mode, chosen when the allocator was made: the environment variable
+  /// `KBUF_PASSTHROUGH=1` (or `0`), else the CMake option of the same name. Every temporary is
+  /// then its own allocation (a fallback), freed by the reset that releases it, and placed so
+  /// that it ends where its allocation ends wherever the space's alignment allows (on the host
+  /// always; Kokkos 3.4 to 4.6 round allocations to 8 bytes). AddressSanitizer, valgrind and
+  /// compute-sanitizer then see each temporary's own bounds, which inside the buffer they
+  /// cannot; ASan builds also poison any alignment slack around it. Same API and results,
+  /// slower: there is no buffer (`capacity()` stays 0, `resize` keeps none), and
+  /// `statistics()` counts every temporary as a fallback. The high-water mark and limits work
+  /// as usual.
+  [[nodiscard]] bool passthrough() const noexcept { return passthrough_; }
+
+  /// Starts a new measurement region: every counter of `statistics()` restarts from zero and
+  /// the peaks from what is live now. The high-water mark (the growth target) is kept.
+  void reset_peaks() noexcept {
+    stats_ = Statistics{};
+    stats_.peak_used = used_;
+    stats_.peak_live = depth_;
+    serial_base_ = serial_;
   }
 
   /// Fences the bound execution space instance (only that one, never the whole device). Kokkos
@@ -395,12 +441,102 @@ class BufferAllocator final {
   }
 
  private:
+  template <class>
+  friend class AllocatorPool;
+
   static constexpr std::size_t initial_id_capacity = 64;
+
+  // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
+  BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
+                  std::size_t alignment, std::string label)
+      : exec_(exec), alignment_(alignment), label_(std::move(label)), budget_(&budget) {
+    init(sizehint);
+  }
+
+  void init(std::size_t sizehint) {
+    KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
+                 label_, "' with alignment = ", alignment_,
+                 ": the alignment must be a power of two");
+    const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
+    grow_ids(initial_id_capacity);
+    if (Impl::tool_loaded()) {
+      reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, id_capacity_);
+    }
+    charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
+    try {
+      take_buffer(capacity, "kbuf::BufferAllocator");
+    } catch (...) {
+      uncharge(capacity);
+      throw;
+    }
+  }
+
+  // Takes `bytes` more against the limits (the allocator's and its pool's); false, with nothing
+  // taken, when one of them refuses. Cold paths only.
+  bool try_charge(std::size_t bytes) noexcept {
+    const std::size_t held_now = held();
+    if (bytes > limit_ || held_now > limit_ - bytes) return false;
+    return budget_ == nullptr || budget_->try_take(bytes);
+  }
+
+  // Gives back to the pool's budget what try_charge took. (The allocator's own limit is
+  // checked against its state, which needs no giving back.)
+  void uncharge(std::size_t bytes) noexcept {
+    if (budget_ != nullptr) budget_->give_back(bytes);
+  }
+
+  // try_charge, or kbuf::out_of_memory naming the limit, `what` (with its `requested` bytes,
+  // for `call`) and what is held.
+  void charge(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
+    if (bytes != 0 && KBUF_IMPL_UNLIKELY(!try_charge(bytes))) {
+      refuse_limit(bytes, call, what, requested);
+    }
+  }
+
+  [[noreturn]] KBUF_IMPL_COLD void refuse_limit(std::size_t bytes, const char* call,
+                                                const char* what, std::size_t requested) {
+    ++stats_.limit_refusals;
+    const std::size_t held_now = held();
+    if (bytes > limit_ || held_now > limit_ - bytes) {
+      KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
+                    " bytes would pass the allocator's limit of ", limit_, " bytes: it holds ",
+                    held_now, " (a buffer of ", capacity_, " and ", fallback_held_,
+                    " in fallbacks)");
+    }
+    KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
+                  " bytes would pass the combined limit of ", budget_->limit(),
+                  " bytes of its pool: its allocators hold ", budget_->held(),
+                  " bytes (this one ", held_now, ")");
+  }
+
+  // The largest buffer the limits leave room for, given the fallbacks held.
+  std::size_t largest_buffer() const noexcept {
+    std::size_t room = limit_ - fallback_held_;  // fallback_held_ <= held() <= limit_
+    if (budget_ != nullptr) {
+      // This allocator's buffer is part of what the pool holds: no overflow.
+      const std::size_t pool_room = budget_->available() + capacity_;
+      if (pool_room < room) room = pool_room;
+    }
+    return Impl::buffer_size_floor(room);
+  }
 
   struct Fallback {
     raw_view memory;
     std::size_t nbytes;
+    std::size_t owned_alignment;  // pass-through in HostSpace: operator new's alignment, else 0
   };
+
+  // Pass-through in HostSpace takes memory from the aligned operator new, whose bounds are
+  // exact (Kokkos 3's HostSpace pads every allocation), and frees it itself; `memory` is then
+  // an unmanaged View of it.
+  static constexpr bool passthrough_owns_memory =
+      std::is_same<MemorySpace, Kokkos::HostSpace>::value;
+
+  static void free_owned(const Fallback& f) noexcept {
+    if (f.owned_alignment != 0) {
+      ::operator delete(f.memory.data(), std::align_val_t(f.owned_alignment));
+    }
+  }
 
   // The hot path: carve `nbytes` (> 0) aligned to `a` (>= alignment_) out of the buffer, or
   // serve a fallback. Nothing changes unless it succeeds. Inlined into every allocate (a call
@@ -427,6 +563,7 @@ class BufferAllocator final {
     need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
     if (need_ > hwm_) hwm_ = need_;
     ids_[depth_++] = ++serial_;
+    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) report_acquired(p, nbytes);
     return p;
   }
 
@@ -436,7 +573,7 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
       throw_unsatisfiable(nbytes, a);
     }
-    return commit_fallback(take_fallback(nbytes, a), nbytes, a);
+    return commit_fallback(take_fallback(nbytes, a, need_start + nbytes), nbytes, a);
   }
 
   // acquire() with a regrowth pending (empty allocator). What can fail comes before the old
@@ -447,20 +584,61 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
       throw_unsatisfiable(nbytes, a);
     }
+    if (passthrough_) return acquire_slow(nbytes, a);  // no buffer: every temporary falls back
+    const std::size_t capacity = regrow_capacity();
     raw_view spare;
-    if (padding + nbytes > regrow_capacity()) spare = take_fallback(nbytes, a);
-    regrow();  // on failure `spare` is freed and nothing has changed
+    if (padding + nbytes > capacity) spare = take_fallback(nbytes, a, padding + nbytes);
+    try {
+      regrow(capacity);
+    } catch (...) {
+      drop_spare(spare, nbytes);  // nothing has changed then
+      throw;
+    }
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
     const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
     if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
+      drop_spare(spare, nbytes);
+      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) {
+        // A limit kept the buffer below the high-water mark: carve without regrowing.
+        return acquire_without_regrowth(nbytes, a);
+      }
       return acquire(nbytes, a);  // carves it: no regrowth is pending now
     }
     return commit_fallback(std::move(spare), nbytes, a);
   }
 
-  // Fallback memory for `nbytes` aligned to `a`, with room reserved to record it. Changes
-  // nothing observable.
-  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a) {
+  // acquire() on an empty allocator whose buffer a limit keeps below the high-water mark:
+  // acquire() with the pending regrowth hidden, so that it carves (or takes a fallback).
+  KBUF_IMPL_COLD void* acquire_without_regrowth(std::size_t nbytes, std::size_t a) {
+    const std::size_t target = hwm_;
+    const bool shrink = shrink_;
+    hwm_ = capacity_;
+    shrink_ = false;
+    void* p = nullptr;
+    try {
+      p = acquire(nbytes, a);
+    } catch (...) {
+      if (target > hwm_) hwm_ = target;
+      shrink_ = shrink;
+      throw;
+    }
+    if (target > hwm_) hwm_ = target;
+    shrink_ = shrink;
+    return p;
+  }
+
+  // Frees a fallback taken for a temporary that did not need it.
+  void drop_spare(raw_view& spare, std::size_t nbytes) noexcept {
+    if (spare.data() == nullptr) return;
+    spare = raw_view();
+    fallback_held_ -= nbytes;
+    uncharge(nbytes);
+  }
+
+  // Fallback memory for `nbytes` aligned to `a`, with room reserved to record it, charged
+  // against the limits. A limit's refusal records `need` (the need with it) in the high-water
+  // mark. Changes nothing else.
+  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a, std::size_t need) {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
       throw_unsatisfiable(nbytes, a);
     }
@@ -470,21 +648,82 @@ class BufferAllocator final {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
                     "': no host memory left to record a fallback of ", nbytes, " bytes");
     }
-    return allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
-                        "a fallback of", nbytes);
+    if (KBUF_IMPL_UNLIKELY(!try_charge(nbytes))) {
+      if (need > hwm_) hwm_ = need;
+      refuse_limit(nbytes, "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
+    }
+    raw_view memory;
+    try {
+      memory = passthrough_ ? take_exact(nbytes, a)
+                            : allocate_raw(nbytes + (a - 1), "::fallback",
+                                           "kbuf::BufferAllocator::allocate", "a fallback of",
+                                           nbytes);
+    } catch (...) {
+      uncharge(nbytes);
+      throw;
+    }
+    fallback_held_ += nbytes;
+    return memory;
+  }
+
+  // Pass-through: memory for `nbytes` aligned to `a` that ends where the temporary ends, so
+  // that memory checkers see its bounds. A space that hands out addresses aligned less than
+  // `a` in a fixed pattern (CUDA: 128 bytes past a 256-byte boundary) gets the difference in
+  // front, learned once; without a pattern, the usual slack (poisoned for ASan in
+  // commit_fallback).
+  raw_view take_exact(std::size_t nbytes, std::size_t a) {
+    if constexpr (passthrough_owns_memory) {
+      void* p = nullptr;
+      if (nbytes <= (std::size_t{1} << 62)) {
+        p = ::operator new(nbytes, std::align_val_t(a), std::nothrow);
+      }
+      if (p == nullptr) {
+        KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                      "': cannot allocate a pass-through temporary of ", nbytes, " bytes in ",
+                      Impl::space_name<MemorySpace>());
+      }
+      return raw_view(static_cast<unsigned char*>(p), nbytes);
+    }
+    const auto take = [&](std::size_t front) {
+      return allocate_raw(nbytes + front, "::fallback", "kbuf::BufferAllocator::allocate",
+                          "a fallback of", nbytes);
+    };
+    const auto misalignment = [a](const raw_view& m, std::size_t front) {
+      return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(m.data()) + front) % a);
+    };
+    std::size_t front = passthrough_front_ % a;
+    raw_view memory = take(front);
+    const std::size_t off = misalignment(memory, front);
+    if (off == 0) return memory;
+    front = (front + (a - off)) % a;
+    memory = raw_view();
+    memory = take(front);
+    if (misalignment(memory, front) == 0) {
+      passthrough_front_ = front;
+      return memory;
+    }
+    memory = raw_view();
+    return take(a - 1);
   }
 
   // Hands out `memory` (from take_fallback) as the next temporary. Cannot fail; the caller
   // checked that the need does not overflow.
   void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
     const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
-    void* p = memory.data() + (Impl::align_up(addr, a) - addr);
-    fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
+    unsigned char* p = memory.data() + (Impl::align_up(addr, a) - addr);
+    if (passthrough_) {  // the slack around the temporary, if any, is out of bounds
+      const std::size_t front = static_cast<std::size_t>(p - memory.data());
+      Impl::poison<MemorySpace>(memory.data(), front);
+      Impl::poison<MemorySpace>(p + nbytes, memory.size() - front - nbytes);
+    }
+    const std::size_t owned = passthrough_owns_memory && passthrough_ ? a : 0;
+    fallbacks_.push_back(Fallback{std::move(memory), nbytes, owned});  // cannot throw: reserved
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
     need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
     if (need_ > hwm_) hwm_ = need_;
     ids_[depth_++] = ++serial_;
+    if (reporter_ != nullptr) report_acquired(p, nbytes);
     return p;
   }
 
@@ -552,9 +791,11 @@ class BufferAllocator final {
   }
 
   // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes,
-  // for `call`. On failure tries to take back the old capacity, then throws.
+  // for `call`. On failure tries to take back the old capacity, then throws. The caller has
+  // charged the growth (capacity - capacity()) if any; what is not kept is given back.
   void replace_buffer(std::size_t capacity, const char* call) {
     const std::size_t old_capacity = capacity_;
+    const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
     if (old_capacity != 0) fence();
     Impl::unpoison<MemorySpace>(base_, capacity_);
     buffer_ = raw_view();
@@ -567,8 +808,10 @@ class BufferAllocator final {
         take_buffer(old_capacity, call);
       } catch (const kbuf::out_of_memory&) {  // keeps no buffer; the next growth retries
       }
+      uncharge(charged - capacity_);
       throw;
     }
+    uncharge(charged - capacity_);
     ++stats_.regrows;
   }
 
@@ -580,13 +823,21 @@ class BufferAllocator final {
                     "': cannot grow the buffer to the high-water mark of ", hwm_, " bytes in ",
                     Impl::space_name<MemorySpace>(), ": no buffer that large fits in size_t");
     }
-    const std::size_t capacity = buffer_size(hwm_);
+    std::size_t capacity = buffer_size(hwm_);
+    if (limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr) {
+      const std::size_t largest = largest_buffer();  // growth stops at the limit
+      if (capacity > largest) capacity = largest;
+    }
     return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
   }
 
-  KBUF_IMPL_COLD void regrow() {
-    const std::size_t capacity = regrow_capacity();
-    if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
+  // Replaces the buffer by one of `capacity` bytes (from regrow_capacity()). Keeps the buffer
+  // when the pool's combined limit refuses the growth (other allocators took the room since).
+  KBUF_IMPL_COLD void regrow(std::size_t capacity) {
+    if (capacity != capacity_) {
+      if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
+      replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
+    }
     shrink_ = false;
   }
 
@@ -594,6 +845,7 @@ class BufferAllocator final {
     std::unique_ptr<std::uint64_t[]> ids;
     try {
       ids.reset(new std::uint64_t[n]);
+      if (reporter_ != nullptr) reporter_->grow(n, depth_);
     } catch (const std::bad_alloc&) {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
                     "': no host memory left to track ", n, " live temporaries");
@@ -622,24 +874,40 @@ class BufferAllocator final {
 
   // Precondition: cp is valid. Never resizes.
   void release_to(const Checkpoint& cp) noexcept {
+    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) report_released(cp.depth_);
     if (used_ > stats_.peak_used) stats_.peak_used = used_;  // peaks end here
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
     Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
-#if KBUF_ENABLE_DEBUG
-    for (std::size_t i = cp.nfallbacks_; i < fallbacks_.size(); ++i) {
-      const raw_view& m = fallbacks_[i].memory;
-      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
-    }
-#endif
-    if (fallbacks_.size() > cp.nfallbacks_) {
-      fence_noexcept();
-      fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(cp.nfallbacks_),
-                       fallbacks_.end());
-    }
+    if (fallbacks_.size() > cp.nfallbacks_) free_fallbacks(cp.nfallbacks_);
     depth_ = cp.depth_;
     used_ = cp.used_;
     need_ = cp.need_;
     ++stats_.resets;
+  }
+
+  // Kokkos Tools: the newest temporary is [p, p + nbytes); the ones above depth `depth` are
+  // released.
+  KBUF_IMPL_COLD void report_acquired(const void* p, std::size_t nbytes) noexcept {
+    reporter_->acquired(depth_ - 1, p, nbytes);
+  }
+  KBUF_IMPL_COLD void report_released(std::size_t depth) noexcept {
+    reporter_->released(depth_, depth);
+  }
+
+  // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
+  KBUF_IMPL_COLD void free_fallbacks(std::size_t keep) noexcept {
+    std::size_t bytes = 0;
+    for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
+      const raw_view& m = fallbacks_[i].memory;
+      Impl::unpoison<MemorySpace>(m.data(), m.size());
+      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
+      bytes += fallbacks_[i].nbytes;
+    }
+    fence_noexcept();
+    for (std::size_t i = keep; i < fallbacks_.size(); ++i) free_owned(fallbacks_[i]);
+    fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
+    fallback_held_ -= bytes;
+    uncharge(bytes);
   }
 
   void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
@@ -713,8 +981,17 @@ class BufferAllocator final {
   std::size_t id_capacity_ = 0;
   std::size_t depth_ = 0;
   std::uint64_t serial_ = 0;
+  std::uint64_t serial_base_ = 0;  // serial_ when the measurement region began (reset_peaks)
   std::size_t live_scopes_ = 0;
   Statistics stats_;
+  std::size_t limit_ = Impl::SharedBudget::no_limit;
+  std::size_t fallback_held_ = 0;          // bytes of the fallbacks held (live or being taken)
+  Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
+  bool passthrough_ = Impl::passthrough_requested();  // read once, when the allocator is made
+  std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
+                                                       // construction: every temporary reported
+  std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
+                                       // addresses (take_exact)
 };
 
 }  // namespace kbuf

@@ -8,6 +8,7 @@
 #include <kbuf/config.hpp>
 #include <kbuf/errors.hpp>
 #include <kbuf/sizes.hpp>
+#include <kbuf/statistics.hpp>
 #include <kbuf/buffer_allocator.hpp>
 #include <kbuf/allocator_pool.hpp>
 #include <kbuf/impl/kokkos_version.hpp>

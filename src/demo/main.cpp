@@ -22,6 +22,7 @@
 #include <fstream>
 #include <memory>
 #include <new>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -620,6 +621,7 @@ int run(const Options& o) {
               "speed-up", "max rel err");
 
   std::vector<Row> rows;
+  std::ostringstream kbuf_stats;  // one line of the allocator's counters per D, printed at the end
   bool ok = true;
   const TemporaryPolicy strategies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
                                         TemporaryPolicy::fresh_views_initialized};
@@ -673,6 +675,7 @@ int run(const Options& o) {
                    alloc.statistics().regrows - warm.regrows);
       ok = false;
     }
+    kbuf_stats << "kbuf statistics, D = " << bond << ": " << alloc.statistics() << '\n';
 
     const double base = median(runners.back()->times);
     for (auto& r : runners) {
@@ -728,6 +731,7 @@ int run(const Options& o) {
       return exit_other_error;
     }
   }
+  std::printf("\n%s", kbuf_stats.str().c_str());
   std::printf("\n%s\n", ok ? "OK: every strategy agrees with the reference; kbuf served every "
                              "temporary from its buffer after warm-up"
                            : "FAILED (see the messages above)");

@@ -14,11 +14,19 @@ namespace kbuf_test {
 
 /// One event reported to Kokkos Tools.
 struct ToolEvent {
-  enum Kind { fence, allocation, deallocation, kernel } kind;
+  // temporary / release: what kbuf reports of its temporaries (space "kbuf:<label>"), kept
+  // apart from Kokkos' own allocations and deallocations.
+  enum Kind { fence, allocation, deallocation, kernel, temporary, release } kind;
   std::string name;             // fence name, allocation label or kernel name
   std::uint32_t device_id = 0;  // fences and kernels: Kokkos' encoded device/instance id
   std::uint64_t bytes = 0;      // allocations and deallocations
+  std::string space = {};       // allocations and deallocations: the space handle's name
+  const void* ptr = nullptr;    // allocations and deallocations
 };
+
+inline bool is_kbuf_space(const char* space) {
+  return std::string(space).rfind("kbuf:", 0) == 0;
+}
 
 /// Kokkos' device ids: 8 bits of device type, 7 of device, 17 of instance. A global
 /// (device-wide) fence carries instance and device 0; 0x00ffffff marks a deep-copy fence.
@@ -59,16 +67,18 @@ inline void on_begin_fence(const char* name, const std::uint32_t device_id, std:
     sink->push_back(ToolEvent{ToolEvent::fence, name, device_id, 0});
   }
 }
-inline void on_allocate(const Kokkos::Tools::SpaceHandle, const char* label, const void*,
-                        const std::uint64_t bytes) {
+inline void on_allocate(const Kokkos::Tools::SpaceHandle space, const char* label,
+                        const void* ptr, const std::uint64_t bytes) {
   if (auto* sink = recorder_sink()) {
-    sink->push_back(ToolEvent{ToolEvent::allocation, label, 0, bytes});
+    const auto kind = is_kbuf_space(space.name) ? ToolEvent::temporary : ToolEvent::allocation;
+    sink->push_back(ToolEvent{kind, label, 0, bytes, space.name, ptr});
   }
 }
-inline void on_deallocate(const Kokkos::Tools::SpaceHandle, const char* label, const void*,
-                          const std::uint64_t bytes) {
+inline void on_deallocate(const Kokkos::Tools::SpaceHandle space, const char* label,
+                          const void* ptr, const std::uint64_t bytes) {
   if (auto* sink = recorder_sink()) {
-    sink->push_back(ToolEvent{ToolEvent::deallocation, label, 0, bytes});
+    const auto kind = is_kbuf_space(space.name) ? ToolEvent::release : ToolEvent::deallocation;
+    sink->push_back(ToolEvent{kind, label, 0, bytes, space.name, ptr});
   }
 }
 inline void on_begin_kernel(const char* name, const std::uint32_t device_id,
@@ -143,7 +153,7 @@ class ToolRecorder {
   std::string describe() const {
     std::string s;
     for (const auto& e : events_) {
-      static const char* const kinds[] = {"fence", "alloc", "free", "kernel"};
+      static const char* const kinds[] = {"fence", "alloc", "free", "kernel", "temp", "release"};
       char line[96];
       std::snprintf(line, sizeof line, "  %-6s id=0x%08x bytes=%llu ", kinds[e.kind],
                     static_cast<unsigned>(e.device_id), static_cast<unsigned long long>(e.bytes));

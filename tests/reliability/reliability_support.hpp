@@ -134,8 +134,10 @@ class DeallocationWatcher {
     static Callback c;
     return c;
   }
-  static void on_deallocate(const Kokkos::Tools::SpaceHandle, const char* label, const void* ptr,
-                            const std::uint64_t bytes) {
+  // Kokkos' deallocations only, not kbuf's reports of released temporaries ("kbuf:" spaces).
+  static void on_deallocate(const Kokkos::Tools::SpaceHandle space, const char* label,
+                            const void* ptr, const std::uint64_t bytes) {
+    if (std::string(space.name).rfind("kbuf:", 0) == 0) return;
     if (callback()) callback()(label, ptr, bytes);
   }
 };

@@ -6,6 +6,8 @@
 
 #include <thread>
 
+#include <cstdlib>
+
 using namespace kbuf_tensor_test;
 
 TEST_CASE_TEMPLATE("the staged loop reference equals the nine-index loop nest", T, double,
@@ -224,4 +226,29 @@ TEST_CASE_TEMPLATE("threads contracting on their own instances get the reference
     CHECK(relative_error(energies[t], reference_expectation_value(hosts[t], ref)) < 1e-12);
   }
 #endif
+}
+
+TEST_CASE_TEMPLATE("pass-through mode contracts the network to the same bits as the buffer", T,
+                   double, Kokkos::complex<double>) {
+  const auto host = random_host_network<T>(9, 2, 21);
+  const auto net = to_device<T, space>(host);
+  const auto h_buffer = make_hraa(net), h_pass = make_hraa(net);
+  Alloc buffered(1 << 10);  // fallbacks first, then a regrown buffer
+  T e_buffer(0);
+  for (int rep = 0; rep < 2; ++rep) e_buffer = contract_network(buffered, net, h_buffer);
+  REQUIRE(!buffered.passthrough());
+
+  ::setenv("KBUF_PASSTHROUGH", "1", 1);  // read when the allocator is made
+  Alloc pass(1 << 10);
+  ::unsetenv("KBUF_PASSTHROUGH");
+  REQUIRE(pass.passthrough());
+  T e_pass(0);
+  for (int rep = 0; rep < 2; ++rep) e_pass = contract_network(pass, net, h_pass);
+  CHECK(e_pass == e_buffer);
+  CHECK(relative_error(to_host(h_pass), to_host(h_buffer)) == 0.0);
+  CHECK(pass.capacity() == 0);
+  CHECK(pass.statistics().fallbacks == buffered.statistics().temporaries +
+                                           buffered.statistics().fallbacks);
+  CHECK(pass.high_water_mark() == buffered.high_water_mark());
+  CHECK(pass.empty());
 }

@@ -1,0 +1,78 @@
+#ifndef KBUF_IMPL_TOOLS_HPP
+#define KBUF_IMPL_TOOLS_HPP
+
+/// @file
+/// Temporaries visible to Kokkos Tools: when a tool is loaded as an allocator is made, each of
+/// its temporaries and each release is reported through Kokkos' public profiling interface
+/// (`allocateData`/`deallocateData`) in a space of its own, "kbuf:<label>". Not part of the API.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <Kokkos_Core.hpp>
+
+namespace kbuf {
+namespace Impl {
+
+/// Whether a Kokkos Tools library is loaded (or tool callbacks are set) now.
+inline bool tool_loaded() noexcept { return Kokkos::Profiling::profileLibraryLoaded(); }
+
+/// The reporting of one allocator: the space handle, and the address and size of every live
+/// temporary (a tool is told the same pointer and size at the release), by depth. Exists only
+/// while a tool is loaded, so that the allocator keeps no such records otherwise.
+class TemporaryReporter {
+ public:
+  /// For the allocator labelled `label`, with room for `capacity` live temporaries.
+  TemporaryReporter(const std::string& label, std::size_t capacity)
+      : space_(Kokkos::Profiling::make_space_handle(("kbuf:" + label).c_str())),
+        name_("temporary") {
+    grow(capacity, 0);
+  }
+  TemporaryReporter(const TemporaryReporter&) = delete;
+  TemporaryReporter& operator=(const TemporaryReporter&) = delete;
+
+  /// Room for `capacity` live temporaries, keeping the first `live` records.
+  /// @throws std::bad_alloc
+  void grow(std::size_t capacity, std::size_t live) {
+    std::unique_ptr<Record[]> records(new Record[capacity]);
+    for (std::size_t i = 0; i < live; ++i) records[i] = records_[i];
+    records_ = std::move(records);
+  }
+
+  /// The temporary at `depth` (0 for the oldest live one) is [p, p + nbytes).
+  void acquired(std::size_t depth, const void* p, std::size_t nbytes) noexcept {
+    records_[depth] = Record{p, nbytes};
+    try {
+      Kokkos::Profiling::allocateData(space_, name_, p, nbytes);
+    } catch (...) {  // a tool's failure must not fail the allocation
+    }
+  }
+
+  /// The temporaries at depths [to, from) are released, newest first.
+  void released(std::size_t from, std::size_t to) noexcept {
+    for (std::size_t i = from; i-- > to;) {
+      try {
+        Kokkos::Profiling::deallocateData(space_, name_, records_[i].p, records_[i].nbytes);
+      } catch (...) {
+      }
+    }
+  }
+
+ private:
+  struct Record {
+    const void* p = nullptr;
+    std::size_t nbytes = 0;
+  };
+  Kokkos::Profiling::SpaceHandle space_;
+  // Kokkos takes the name as a std::string by value: short enough for the small-string
+  // buffer, reporting allocates no heap memory. The space names the allocator.
+  std::string name_;
+  std::unique_ptr<Record[]> records_;
+};
+
+}  // namespace Impl
+}  // namespace kbuf
+
+#endif  // KBUF_IMPL_TOOLS_HPP

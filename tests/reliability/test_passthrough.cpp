@@ -1,0 +1,185 @@
+// Pass-through mode: every temporary its own allocation, so that AddressSanitizer (and valgrind,
+// compute-sanitizer) see its bounds; the same API and results as the buffer. The death test at
+// the end is meaningful under KBUF_SANITIZE=address (scripts/ci-reliability.sh asan).
+#include <doctest/doctest.h>
+
+#include "reliability_support.hpp"
+
+#include <cstdlib>
+#include <string>
+
+using namespace kbuf_rel;
+using namespace kbuf::literals;
+
+namespace {
+
+/// Sets KBUF_PASSTHROUGH while it lives (allocators read it when they are made).
+class PassthroughEnv {
+ public:
+  explicit PassthroughEnv(const char* value) {
+    if (const char* old = std::getenv("KBUF_PASSTHROUGH")) {
+      had_ = true;
+      old_ = old;
+    }
+    ::setenv("KBUF_PASSTHROUGH", value, 1);
+  }
+  PassthroughEnv(const PassthroughEnv&) = delete;
+  PassthroughEnv& operator=(const PassthroughEnv&) = delete;
+  ~PassthroughEnv() {
+    if (had_) {
+      ::setenv("KBUF_PASSTHROUGH", old_.c_str(), 1);
+    } else {
+      ::unsetenv("KBUF_PASSTHROUGH");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+
+// A small workload: nested scopes, checkpoints, several types and layouts; returns a checksum
+// of what it computed through its temporaries.
+double workload(HostAlloc& alloc) {
+  double total = 0;
+  for (int round = 0; round < 3; ++round) {
+    auto s = alloc.scope();
+    auto a = alloc.allocate<double**>(17, 9);
+    for (int i = 0; i < 17; ++i) {
+      for (int j = 0; j < 9; ++j) a(i, j) = 0.5 * i - j + round;
+    }
+    auto b = alloc.allocate<float*, Kokkos::LayoutLeft>(33);
+    for (int i = 0; i < 33; ++i) b(i) = static_cast<float>(i) * 0.25f;
+    const auto cp = alloc.checkpoint();
+    auto c = alloc.allocate<kbuf_test::Wide*>(3);  // over-aligned
+    for (int i = 0; i < 3; ++i) c(i).v = a(i, i) * b(i);
+    double sum = c(0).v + c(1).v + c(2).v;
+    alloc.reset(cp);
+    {
+      auto inner = alloc.scope();
+      auto d = alloc.allocate<int* [3]>(11);
+      for (int i = 0; i < 11; ++i) {
+        for (int k = 0; k < 3; ++k) d(i, k) = i * k - round;
+      }
+      for (int i = 0; i < 11; ++i) sum += d(i, 2) + a(i % 17, i % 9);
+    }
+    total += sum;
+  }
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("KBUF_PASSTHROUGH, read when an allocator is made, turns pass-through mode on and off") {
+  {
+    PassthroughEnv on("1");
+    HostAlloc alloc(4_KiB);
+    CHECK(alloc.passthrough());
+    CHECK(alloc.capacity() == 0);  // no buffer, whatever the size hint
+    PassthroughEnv off("0");
+    CHECK(alloc.passthrough());  // read once, when the allocator was made
+    HostAlloc other(4_KiB);
+    CHECK(!other.passthrough());
+    CHECK(other.capacity() == 4_KiB);
+  }
+  HostAlloc plain;
+  CHECK(plain.passthrough() == (KBUF_PASSTHROUGH != 0));
+}
+
+TEST_CASE("in pass-through mode every temporary is its own allocation, freed by its reset") {
+  PassthroughEnv on("1");
+  HostAlloc alloc(64_KiB);
+  auto a = alloc.allocate<double*>(8);
+  auto b = alloc.allocate<double*>(8);
+  CHECK(alloc.live_fallbacks() == 2);
+  CHECK(addr(a.data()) % 64 == 0);
+  CHECK(addr(b.data()) % 64 == 0);
+  CHECK(addr(b.data()) != addr(a.data()) + 64);  // not neighbours in one buffer
+  CHECK(alloc.is_live(a));
+  const auto cp = alloc.checkpoint();
+  auto c = alloc.allocate<kbuf_test::Wide*>(2);  // over-aligned: 128
+  CHECK(addr(c.data()) % 128 == 0);
+  CHECK(alloc.live_fallbacks() == 3);
+  alloc.reset(cp);
+  CHECK(alloc.live_fallbacks() == 2);
+  CHECK(!alloc.is_live(c));
+  auto z = alloc.allocate<double*>(0);  // zero-sized: no allocation
+  CHECK(z.size() == 0);
+  CHECK(alloc.live_fallbacks() == 2);
+  alloc.reset();
+  CHECK(alloc.empty());
+  CHECK(alloc.live_fallbacks() == 0);
+  CHECK(alloc.capacity() == 0);  // no regrowth, ever
+  (void)alloc.allocate<double*>(8);
+  CHECK(alloc.capacity() == 0);
+  CHECK(alloc.statistics().regrows == 0);
+  CHECK(alloc.statistics().fallbacks == 4);
+  CHECK(alloc.high_water_mark() >= 64 + 64 + 256);
+  alloc.reset();
+  alloc.resize(1_MiB);  // keeps no buffer either
+  CHECK(alloc.capacity() == 0);
+}
+
+TEST_CASE("pass-through mode computes the same results as the buffer") {
+  HostAlloc normal(1_KiB);  // small: fallbacks first, then a regrown buffer
+  const double expected = workload(normal) + workload(normal);
+  PassthroughEnv on("1");
+  HostAlloc pass(1_KiB);
+  REQUIRE(pass.passthrough());
+  const double got = workload(pass) + workload(pass);
+  CHECK(got == expected);
+  CHECK(pass.empty());
+  CHECK(pass.statistics().temporaries == normal.statistics().temporaries +
+                                             normal.statistics().fallbacks -
+                                             pass.statistics().fallbacks);
+  CHECK(pass.high_water_mark() == normal.high_water_mark());
+}
+
+TEST_CASE("pass-through mode respects the limit") {
+  PassthroughEnv on("1");
+  HostAlloc alloc;
+  alloc.limit(1_KiB);
+  auto a = alloc.allocate<double*>(64);  // 512 bytes
+  CHECK(alloc.held() == 512);
+  CHECK_THROWS_AS((void)alloc.allocate<double*>(65), kbuf::out_of_memory);
+  CHECK(alloc.live_fallbacks() == 1);
+  (void)a;
+}
+
+#if KBUF_IMPL_ASAN
+
+TEST_CASE("ASan: a one-element overflow into the next temporary is caught in pass-through mode") {
+  // Two temporaries of 8 doubles: in the buffer the second starts where the first ends, so a
+  // write one past the first lands in live memory and nothing can see it. In pass-through mode
+  // each is its own allocation and ASan reports the write.
+  const auto overflow = [](const char* mode, int index) {
+    PassthroughEnv env(mode);
+    HostAlloc alloc(4_KiB);
+    auto first = alloc.allocate<double*>(8);
+    auto second = alloc.allocate<double*>(8);
+    volatile double* p = first.data();
+    p[index] = 1.0;
+    std::printf("second(0) = %g\n", static_cast<double>(second(0)));
+  };
+  CHECK(run_in_child([&] { overflow("1", 7); }).survived());  // the last element: fine
+  const ChildResult invisible = run_in_child([&] { overflow("0", 8); });
+  CHECK(invisible.survived());  // the buffer hides it: the write hit the second temporary
+  CHECK(invisible.says("second(0) = 1"));
+  const ChildResult caught = run_in_child([&] { overflow("1", 8); });
+  INFO(caught.output);
+  CHECK(!caught.survived());
+  CHECK(caught.says("ERROR: AddressSanitizer: heap-buffer-overflow"));
+}
+
+TEST_CASE("ASan: pass-through poisons the alignment slack of an over-aligned temporary") {
+  PassthroughEnv on("1");
+  HostAlloc alloc(0, 8);
+  auto t = alloc.allocate<kbuf_test::Wide*>(1);  // 128-aligned from 64-aligned memory
+  CHECK(__asan_region_is_poisoned(t.data(), sizeof(kbuf_test::Wide)) == nullptr);
+  const unsigned char* end = reinterpret_cast<const unsigned char*>(t.data() + 1);
+  CHECK(__asan_address_is_poisoned(end) != 0);
+}
+
+#endif
