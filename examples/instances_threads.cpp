@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 using Exec = Kokkos::DefaultHostExecutionSpace;
@@ -74,14 +75,17 @@ int main(int argc, char** argv) {
     // [instances_threads]
     // One allocator per execution space instance, each instance driven from its own thread.
     // Kokkos >= 4.2 makes distinct host instances (partition_space; Serial since 4.2, OpenMP
-    // instances each with their own threads), and a kernel dispatched to an instance waits
-    // for that instance's earlier kernels. Kokkos 3.4's Serial has one instance, and kernels
-    // dispatched from several threads at once may race (fixed in 3.5): one thread there.
+    // instances each with their own threads, so only with two OpenMP threads or more), and a
+    // kernel dispatched to an instance waits for that instance's earlier kernels. Kokkos 3.4's
+    // Serial has one instance, and kernels dispatched from several threads at once may race
+    // (fixed in 3.5): one thread there.
+    std::vector<Exec> instances{Exec()};
 #if KOKKOS_VERSION >= 40200
-    const std::vector<Exec> instances =
-        Kokkos::Experimental::partition_space(Exec(), std::vector<int>{1, 1});
-#else
-    const std::vector<Exec> instances{Exec()};
+    bool split = true;  // partition_space aborts where an OpenMP instance would get no thread
+#if defined(KOKKOS_ENABLE_OPENMP)
+    split = !std::is_same<Exec, Kokkos::OpenMP>::value || Exec().concurrency() >= 2;
+#endif
+    if (split) instances = Kokkos::Experimental::partition_space(Exec(), std::vector<int>{1, 1});
 #endif
     std::vector<std::unique_ptr<Alloc>> allocs;  // allocator i is bound to instance i
     for (const Exec& exec : instances) allocs.push_back(std::make_unique<Alloc>(exec, 1 << 16));

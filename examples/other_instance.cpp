@@ -9,6 +9,7 @@
 #include <kbuf/kbuf.hpp>
 
 #include <cstdio>
+#include <type_traits>
 #include <vector>
 
 using exec_space = kbuf::default_execution_space;
@@ -50,7 +51,15 @@ int main(int argc, char* argv[]) {
   int status = 0;
   {
 #if KOKKOS_VERSION >= 40000
-    auto instances = Kokkos::Experimental::partition_space(exec_space(), 1, 1);
+    // An OpenMP instance needs an OpenMP thread of its own: partition_space aborts otherwise.
+    bool split = true;
+#if defined(KOKKOS_ENABLE_OPENMP)
+    split = !std::is_same<exec_space, Kokkos::OpenMP>::value || exec_space().concurrency() >= 2;
+#endif
+    if (!split) std::printf("one OpenMP thread: `own` and `other` are the default instance\n");
+    const std::vector<exec_space> instances =
+        split ? Kokkos::Experimental::partition_space(exec_space(), 1, 1)
+              : std::vector<exec_space>{exec_space(), exec_space()};
     const exec_space own = instances[0];
     const exec_space other = instances[1];
 #else
