@@ -26,7 +26,9 @@ function(body_of name out)
   set(${out} "${b}" PARENT_SCOPE)
 endfunction()
 
-set(bad_pattern "[ \t](lock[ \t]|xchg[^\n]*\\()|call.*<(pthread_mutex_lock|malloc|_Znwm|__cxa_guard_acquire|__atomic_)")
+# GNU objdump prints `lock xadd ...` and `call a424 <f>`; llvm-objdump (CMAKE_OBJDUMP with
+# clang) prints the lock prefix on a line of its own and `callq 0xa424 <f>`.
+set(bad_pattern "[ \t](lock[ \t\n]|xchg[^\n]*\\()|call.*<(pthread_mutex_lock|malloc|_Znwm|__cxa_guard_acquire|__atomic_)")
 
 set(visited "")
 set(findings "")
@@ -45,7 +47,7 @@ function(visit name depth)
     set(findings "${findings}\n  in ${name}: ${hits}" PARENT_SCOPE)
   endif()
   if(depth GREATER 0)
-    string(REGEX MATCHALL "call[ \t]+[0-9a-f]+ <[^>@+]+>" calls "${b}")
+    string(REGEX MATCHALL "callq?[ \t]+(0x)?[0-9a-f]+ <[^>@+]+>" calls "${b}")
     math(EXPR next "${depth} - 1")
     foreach(c IN LISTS calls)
       string(REGEX REPLACE ".*<([^>]+)>" "\\1" callee "${c}")
