@@ -57,9 +57,11 @@ int main(int argc, char* argv[]) {
     split = !std::is_same<exec_space, Kokkos::OpenMP>::value || exec_space().concurrency() >= 2;
 #endif
     if (!split) std::printf("one OpenMP thread: `own` and `other` are the default instance\n");
-    const std::vector<exec_space> instances =
-        split ? Kokkos::Experimental::partition_space(exec_space(), 1, 1)
-              : std::vector<exec_space>{exec_space(), exec_space()};
+    std::vector<exec_space> instances{exec_space(), exec_space()};
+    if (split) {
+      const auto parts = Kokkos::Experimental::partition_space(exec_space(), 1, 1);
+      instances.assign(parts.begin(), parts.end());  // a std::array on newer Kokkos
+    }
     const exec_space own = instances[0];
     const exec_space other = instances[1];
 #else
