@@ -1,37 +1,26 @@
 // AllocatorPool::local() after a thread's first call takes no lock, allocates nothing (heap or
 // Kokkos) and fences nothing; and what it hands out keeps the allocator's own hot path. As in
 // test_hot_path.cpp, this executable replaces the global operator new to count heap
-// allocations and counts Kokkos allocations and fences through Kokkos Tools callbacks. The
-// absence of atomic read-modify-writes is checked on the machine code of
+// allocations (counting_new.cpp) and counts Kokkos allocations and fences through Kokkos Tools
+// callbacks. The absence of atomic read-modify-writes is checked on the machine code of
 // kbuf_test_pool_local_hot() by check_no_rmw.cmake (test unit.pool_hot_path_no_rmw).
 #include <doctest/doctest.h>
 
+#include "counting_new.hpp"
 #include "test_support.hpp"
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <new>
 #include <string>
 #include <thread>
 
 namespace {
-std::atomic<long> heap_allocations{0};
+using kbuf_test::heap_allocations;
 std::atomic<long> kokkos_allocations{0};
 std::atomic<long> kokkos_fences{0};
 }  // namespace
-
-#if !defined(__CUDA_ARCH__)
-void* operator new(std::size_t n) {
-  ++heap_allocations;
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-#endif
 
 using Pool = kbuf::AllocatorPool<Kokkos::HostSpace>;
 
