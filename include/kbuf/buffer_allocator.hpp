@@ -96,13 +96,18 @@ class BufferAllocator final {
    private:
     friend class BufferAllocator;
     Checkpoint(const BufferAllocator* owner, std::uint64_t id, std::size_t depth, std::size_t used,
-               std::size_t need, std::size_t nfallbacks) noexcept
-        : owner_(owner), id_(id), depth_(depth), used_(used), need_(need), nfallbacks_(nfallbacks) {}
+               std::size_t extra, std::size_t nfallbacks) noexcept
+        : owner_(owner),
+          id_(id),
+          depth_(depth),
+          used_(used),
+          extra_(extra),
+          nfallbacks_(nfallbacks) {}
     const BufferAllocator* owner_ = nullptr;
-    std::uint64_t id_ = 0;  // serial number of the newest live temporary, 0 for none
+    std::uint64_t id_ = 0;  // number of the newest live temporary (1, 2, ...), 0 for none
     std::size_t depth_ = 0;
     std::size_t used_ = 0;
-    std::size_t need_ = 0;
+    std::size_t extra_ = 0;  // the need minus used_
     std::size_t nfallbacks_ = 0;
   };
 
@@ -128,10 +133,10 @@ class BufferAllocator final {
    private:
     friend class BufferAllocator;
     explicit Scope(BufferAllocator& alloc) noexcept
-        : alloc_(&alloc), checkpoint_(alloc.checkpoint()), index_(alloc.live_scopes_++) {}
+        : alloc_(&alloc), checkpoint_(alloc.checkpoint()), index_(alloc.open_scope()) {}
     BufferAllocator* alloc_;
     Checkpoint checkpoint_;
-    std::size_t index_;  // the allocator's live scopes before this one: LIFO check in debug
+    std::size_t index_;  // the allocator's live scopes before this one: LIFO check (debug only)
   };
 
   /// An allocator bound to the default instance of `execution_space` whose buffer holds
@@ -158,7 +163,7 @@ class BufferAllocator final {
                  label_, "' with alignment = ", alignment,
                  ": the alignment must be a power of two");
     const std::size_t capacity = buffer_size(sizehint);
-    grow_ids(initial_id_capacity);
+    grow_marks(initial_mark_capacity);
     take_buffer(capacity, "kbuf::BufferAllocator");
   }
 
@@ -209,31 +214,36 @@ class BufferAllocator final {
                       std::numeric_limits<std::size_t>::max() / sizeof(T),
                   "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
 
-    // Negative extents, extents V cannot hold, a size that overflows: kbuf::logic_error.
-    const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
-        [this](auto... e) { refuse_extents<DataType, V>(e...); }, extents...);
-
+    // Extents below a bound that makes every check moot take one test (fast_byte_count); the
+    // others go to the cold path: negative extents, extents V cannot hold, a size that
+    // overflows (kbuf::logic_error), and whatever the exact check lets through.
     using pointer = typename V::pointer_type;
-    if (nbytes == 0) {
-      ++stats_.temporaries;
-      return V(pointer(nullptr), static_cast<std::size_t>(extents)...);
+    std::size_t nbytes;
+    void* p;
+    const bool fast = Impl::fast_byte_count<DataType, V>(nbytes, extents...);
+    if (KBUF_IMPL_UNLIKELY(!fast)) {
+      p = allocate_checked<DataType, V>(extents...);
+    } else if (KBUF_IMPL_UNLIKELY(nbytes == 0)) {
+      ++stats_.temporaries;  // a zero-sized temporary: an empty view, nothing moves
+      p = nullptr;
+    } else {
+      p = acquire<alignof(T)>(nbytes);
     }
-    constexpr std::size_t type_alignment = alignof(T);
-    const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
 #if KOKKOS_VERSION < 40000
     // Kokkos 3's pointer-and-extents constructor builds and destroys a std::string label for
     // a rank check (about half of a temporary's cost there); the extents were checked above.
-    return V(reinterpret_cast<pointer>(acquire(nbytes, a)),
+    return V(reinterpret_cast<pointer>(p),
              typename V::array_layout(static_cast<std::size_t>(extents)...));
 #else
-    return V(reinterpret_cast<pointer>(acquire(nbytes, a)), static_cast<std::size_t>(extents)...);
+    return V(reinterpret_cast<pointer>(p), static_cast<std::size_t>(extents)...);
 #endif
   }
 
-  /// The current point of the LIFO history.
+  /// The current point of the LIFO history. Taking one records it (in memory reserved
+  /// beforehand: it never allocates), so that `reset` can tell whether it is still valid.
   [[nodiscard]] Checkpoint checkpoint() const noexcept {
-    return Checkpoint(this, depth_ == 0 ? 0 : ids_[depth_ - 1], depth_, used_, need_,
-                      fallbacks_.size());
+    if (depth_ == 0) return Checkpoint(this, 0, 0, 0, 0, 0);  // empty: used and extra are 0
+    return Checkpoint(this, mark(), depth_, used(), extra_, fallbacks_.size());
   }
 
   /// Releases every temporary allocated after `cp` (fallbacks are freed after a fence of the
@@ -285,10 +295,15 @@ class BufferAllocator final {
   /// Bytes in the buffer.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// Bytes of the buffer in use, alignment padding included.
-  [[nodiscard]] std::size_t used() const noexcept { return used_; }
+  [[nodiscard]] std::size_t used() const noexcept {
+    return static_cast<std::size_t>(top_ - reinterpret_cast<std::uintptr_t>(base_));
+  }
   /// The peak need: the most bytes the live temporaries (fallbacks included, each with its
   /// worst-case alignment padding) would have taken in the buffer. The next growth target.
-  [[nodiscard]] std::size_t high_water_mark() const noexcept { return hwm_; }
+  [[nodiscard]] std::size_t high_water_mark() const noexcept {
+    const std::size_t need = used() + extra_;  // the peak since the last reset is the need now
+    return need > hwm_ ? need : hwm_;
+  }
   /// True when no temporary is live (fallbacks included).
   [[nodiscard]] bool empty() const noexcept { return depth_ == 0; }
   /// The minimum alignment of every temporary's address, in bytes.
@@ -318,7 +333,7 @@ class BufferAllocator final {
       const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(v.data());
       return begin != nullptr && p >= b && p - b <= size && nbytes <= size - (p - b);
     };
-    if (inside(base_, used_)) return true;
+    if (inside(base_, used())) return true;
     for (const Fallback& f : fallbacks_) {
       if (inside(f.memory.data(), f.memory.size())) return true;
     }
@@ -339,18 +354,21 @@ class BufferAllocator final {
     if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::resize");
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
+    update_limit();
   }
 
   /// Raises the high-water mark to `nbytes`, so the next regrowth makes room for it. With
   /// `shrink`, sets it to `nbytes` (but not below what is live now), and the next regrowth may
   /// shrink the buffer to `buffer_size(nbytes)`.
   void sizehint(std::size_t nbytes, bool shrink = false) noexcept {
+    const std::size_t need = used() + extra_;
     if (shrink) {
-      hwm_ = nbytes > need_ ? nbytes : need_;
+      hwm_ = nbytes > need ? nbytes : need;
       shrink_ = true;
     } else if (nbytes > hwm_) {
       hwm_ = nbytes;
     }
+    update_limit();  // a regrowth may be pending now
   }
 
   /// The buffer: a managed View of `capacity()` bytes, starting at an address aligned to
@@ -362,8 +380,9 @@ class BufferAllocator final {
   /// The allocator's counters.
   [[nodiscard]] Statistics statistics() const noexcept {
     Statistics s = stats_;
-    s.temporaries += serial_ - stats_.fallbacks;  // stats_.temporaries: the zero-sized ones
-    if (used_ > s.peak_used) s.peak_used = used_;  // peaks still under way
+    // stats_.temporaries: the zero-sized ones; released_ + depth_: every other temporary.
+    s.temporaries += released_ + depth_ - stats_.fallbacks;
+    if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
     return s;
   }
@@ -380,48 +399,132 @@ class BufferAllocator final {
   }
 
  private:
-  static constexpr std::size_t initial_id_capacity = 64;
+  static constexpr std::size_t initial_mark_capacity = 32;
+  // The least alignment the hot path serves (types aligned up to it need no check there); every
+  // default alignment is above it. Allocators with a smaller one take acquire_slow throughout.
+  static constexpr std::size_t fast_alignment = 16;
 
   struct Fallback {
     raw_view memory;
     std::size_t nbytes;
   };
 
-  // The hot path: carve `nbytes` (> 0) aligned to `a` (>= alignment_) out of the buffer, or
-  // serve a fallback. Nothing changes unless it succeeds. Inlined into every allocate (a call
-  // and its register saves were a tenth of a temporary's cost); what does not fit goes to the
-  // cold acquire_slow. Counters derived from the state (temporaries, peaks) are not kept here:
-  // statistics() and release_to() compute them.
-  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes, std::size_t a) {
-    if (depth_ == 0) {
-      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) return regrow_and_acquire(nbytes, a);
-    } else if (KBUF_IMPL_UNLIKELY(depth_ == id_capacity_)) {
-      grow_ids(2 * id_capacity_);
+  // A recorded checkpoint: the temporary numbered `id` was the newest of `depth` live ones.
+  struct Mark {
+    std::size_t depth;
+    std::uint64_t id;
+  };
+
+  // How the hot path stays short, with every guarantee kept:
+  // - It runs only while limit_ != 0, which update_limit() decides whenever the state changes
+  //   otherwise than by the hot path itself: the need equals the offset (extra_ == 0: no
+  //   over-aligned temporary has made them differ), no fallback is live, no regrowth is
+  //   pending, the alignment is at least fast_alignment, and a checkpoint can be recorded
+  //   without allocating (marks_ is not full). Everything else goes to the cold acquire_slow.
+  // - It never sets a new peak: limit_ is the lowest of the buffer's end, the high-water mark
+  //   and the peak of used() (the need equals the offset here), so the peaks and the high-water
+  //   mark only move in acquire_slow, which updates them at once. A reset has none to fold.
+  // - Checkpoints are validated by what checkpoint() records (marks_), not by numbering every
+  //   temporary: temporaries' numbers are derived (released_ + depth_ for the newest).
+  // - The extent checks are one test (Impl::fast_byte_count), which also bounds the byte count
+  //   below 2^62 so that no address computed here can overflow.
+  // What is left per temporary: align the top, compare with the limit, store it, count it.
+  template <std::size_t TypeAlignment>
+  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes) {
+    // Below fast_alignment, limit_ is 0; beyond it, a type may be aligned beyond alignment_
+    // and pad more than the need's formula here assumes.
+    if constexpr (TypeAlignment > fast_alignment) {
+      if (KBUF_IMPL_UNLIKELY(align_mask_ < TypeAlignment - 1)) {
+        return acquire_slow(nbytes, TypeAlignment);
+      }
     }
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
-    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used_, a) - base);
-    if (KBUF_IMPL_UNLIKELY(start > capacity_ || nbytes > capacity_ - start)) {
-      return acquire_slow(nbytes, a);
-    }
-    void* p = base_ + start;
-    Impl::unpoison<MemorySpace>(p, nbytes);
-    used_ = start + nbytes;
-    // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
-    // type aligned beyond it pads at most (a - alignment_) bytes more. No overflow here: need_
-    // counts memory that is held, and nbytes fits in the buffer.
-    need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
-    if (need_ > hwm_) hwm_ = need_;
-    ids_[depth_++] = ++serial_;
-    return p;
+    // The base is aligned to alignment_, so aligning the address aligns the offset too.
+    const std::uintptr_t p = (top_ + align_mask_) & align_neg_;
+    const std::uintptr_t end = p + nbytes;
+    if (KBUF_IMPL_UNLIKELY(end > limit_)) return acquire_slow(nbytes, TypeAlignment);
+    top_ = end;
+    ++depth_;
+    void* q = reinterpret_cast<void*>(p);
+    Impl::unpoison<MemorySpace>(q, nbytes);
+    return q;
   }
 
-  // A temporary that does not fit: a fallback, or out_of_memory if even its need overflows.
-  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t a) {
-    const std::size_t need_start = Impl::align_up(need_, alignment_) + (a - alignment_);
+  // Whatever the hot path does not serve (limit_ is 0, the type is over-aligned, or the
+  // temporary does not fit): records room first, then regrows a pending buffer, carves, or
+  // serves a fallback. Nothing changes unless it succeeds.
+  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
+    const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
+    if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
+    if (depth_ == 0 && regrow_pending()) return regrow_and_acquire(nbytes, a);
+    return carve_or_fallback(nbytes, a);
+  }
+
+  // The general case: `nbytes` (> 0) aligned to `a` (>= alignment_) from the buffer with the
+  // need's worst-case padding, or a fallback, or out_of_memory if even its need overflows.
+  void* carve_or_fallback(std::size_t nbytes, std::size_t a) {
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+    const std::size_t used = this->used();
+    // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
+    // type aligned beyond it pads at most (a - alignment_) bytes more.
+    const std::size_t need_start = Impl::align_up(used + extra_, alignment_) + (a - alignment_);
+    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used, a) - base);
+    if (start <= capacity_ && nbytes <= capacity_ - start) {
+      // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
+      void* p = base_ + start;
+      Impl::unpoison<MemorySpace>(p, nbytes);
+      top_ = base + start + nbytes;
+      extra_ = need_start - start;  // >= 0: the need's padding is the worst case
+      ++depth_;
+      new_peaks();
+      return p;
+    }
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
       throw_unsatisfiable(nbytes, a);
     }
     return commit_fallback(take_fallback(nbytes, a), nbytes, a);
+  }
+
+  // A temporary whose extents fast_byte_count could not decide: the exact check (a bad extent
+  // or size: kbuf::logic_error, nothing changed), then the general path.
+  template <class DataType, class V, class... Extents>
+  KBUF_IMPL_COLD void* allocate_checked(Extents... extents) {
+    const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
+        [this](auto... e) { refuse_extents<DataType, V>(e...); }, extents...);
+    if (nbytes == 0) {
+      ++stats_.temporaries;
+      return nullptr;
+    }
+    return acquire_slow(nbytes, alignof(typename V::value_type));
+  }
+
+  bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
+
+  // After the need or used() grew in acquire_slow: the high-water mark and the peaks.
+  void new_peaks() noexcept {
+    const std::size_t used = this->used();
+    const std::size_t need = used + extra_;
+    if (need > hwm_) hwm_ = need;
+    if (used > stats_.peak_used) stats_.peak_used = used;
+    update_limit();
+  }
+
+  // The hot path's limit (see acquire): an address, or 0 for none. Called whenever what it
+  // depends on changes, except by the hot path and a reset that keeps it valid.
+  void update_limit() const noexcept {
+    const bool fast = extra_ == 0 && fallbacks_.empty() && nmarks_ != mark_capacity_ &&
+                      !regrow_pending() && alignment_ >= fast_alignment;
+    std::size_t room = capacity_;
+    if (hwm_ < room) room = hwm_;
+    if (stats_.peak_used < room) room = stats_.peak_used;
+    limit_ = fast ? reinterpret_cast<std::uintptr_t>(base_) + room : 0;
+  }
+
+  std::size_t open_scope() noexcept {
+#if KBUF_ENABLE_DEBUG
+    return live_scopes_++;
+#else
+    return 0;
+#endif
   }
 
   // acquire() with a regrowth pending (empty allocator). What can fail comes before the old
@@ -438,7 +541,7 @@ class BufferAllocator final {
     const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
     const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
     if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
-      return acquire(nbytes, a);  // carves it: no regrowth is pending now
+      return carve_or_fallback(nbytes, a);  // carves it
     }
     return commit_fallback(std::move(spare), nbytes, a);
   }
@@ -467,9 +570,10 @@ class BufferAllocator final {
     fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
-    need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
-    if (need_ > hwm_) hwm_ = need_;
-    ids_[depth_++] = ++serial_;
+    const std::size_t used = this->used();
+    extra_ = Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used;
+    ++depth_;
+    new_peaks();
     return p;
   }
 
@@ -519,6 +623,8 @@ class BufferAllocator final {
     buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
     base_ = buffer_.data();
     capacity_ = capacity;
+    top_ = reinterpret_cast<std::uintptr_t>(base_);  // empty: used() == 0
+    update_limit();
     Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
   }
 
@@ -531,6 +637,8 @@ class BufferAllocator final {
     buffer_ = raw_view();
     base_ = nullptr;
     capacity_ = 0;
+    top_ = 0;
+    update_limit();
     try {
       take_buffer(capacity, call);
     } catch (const kbuf::out_of_memory&) {
@@ -561,56 +669,116 @@ class BufferAllocator final {
     shrink_ = false;
   }
 
-  KBUF_IMPL_COLD void grow_ids(std::size_t n) {
-    std::unique_ptr<std::uint64_t[]> ids;
+  // Room for n marks. Called where allocating may throw (construction, acquire_slow), so that
+  // checkpoint() never has to: a full marks_ sets limit_ to 0, and the next allocate, the only
+  // way to a depth that needs a new mark, comes here first.
+  KBUF_IMPL_COLD void grow_marks(std::size_t n) {
+    std::unique_ptr<Mark[]> marks;
     try {
-      ids.reset(new std::uint64_t[n]);
+      marks.reset(new Mark[n]);
     } catch (const std::bad_alloc&) {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': no host memory left to track ", n, " live temporaries");
+                    "': no host memory left to track ", n, " live checkpoints");
     }
-    for (std::size_t i = 0; i < depth_; ++i) ids[i] = ids_[i];
-    ids_ = std::move(ids);
-    id_capacity_ = n;
+    for (std::size_t i = 0; i < nmarks_; ++i) marks[i] = marks_[i];
+    marks_ = std::move(marks);
+    mark_capacity_ = n;
+    update_limit();
   }
 
+  // The number of the newest live temporary (depth_ > 0). After a reset to a checkpoint at
+  // depth d > 0 the newest mark is at d and names it; once a temporary is allocated after that
+  // (depth_ is greater), the newest of all is live.
+  std::uint64_t newest() const noexcept {
+    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
+    return released_ + depth_;
+  }
+
+  // Records the current point (depth_ > 0) for checkpoint() and returns the number of the
+  // newest live temporary. A mark at this depth is kept until a reset goes below it, so the
+  // point is the same as long as the mark is there. Marks are sorted by depth.
+  std::uint64_t mark() const noexcept {
+    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
+    const std::uint64_t id = released_ + depth_;  // allocated after the newest mark
+    marks_[nmarks_++] = Mark{depth_, id};           // room: see grow_marks
+    if (nmarks_ == mark_capacity_) limit_ = 0;
+    return id;
+  }
+
+  // The mark at `depth`, or nullptr.
+  const Mark* find_mark(std::size_t depth) const noexcept {
+    std::size_t lo = 0;
+    std::size_t hi = nmarks_;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (marks_[mid].depth < depth) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo < nmarks_ && marks_[lo].depth == depth ? &marks_[lo] : nullptr;
+  }
+
+  // A checkpoint is valid while the mark checkpoint() left is there: a reset to a point below
+  // it removed it, and a later checkpoint at the same depth records another temporary's number.
   bool is_valid(const Checkpoint& cp) const noexcept {
-    return cp.owner_ == this && cp.depth_ <= depth_ &&
-           (cp.depth_ == 0 || ids_[cp.depth_ - 1] == cp.id_);
+    return cp.owner_ == this && is_valid_here(cp);
+  }
+
+  // is_valid for a checkpoint of this allocator.
+  bool is_valid_here(const Checkpoint& cp) const noexcept {
+    if (cp.depth_ == 0) return true;
+    if (cp.depth_ > depth_) return false;
+    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == cp.depth_) {  // LIFO: the newest mark
+      return marks_[nmarks_ - 1].id == cp.id_;
+    }
+    const Mark* m = find_mark(cp.depth_);
+    return m != nullptr && m->id == cp.id_;
   }
 
   void check_checkpoint(const Checkpoint& cp, const char* call) const {
+    if (KBUF_IMPL_UNLIKELY(cp.owner_ != this || !is_valid_here(cp))) refuse_checkpoint(cp, call);
+  }
+
+  // Raises the kbuf::logic_error for a checkpoint that check_checkpoint refused.
+  [[noreturn]] KBUF_IMPL_COLD void refuse_checkpoint(const Checkpoint& cp, const char* call) const {
     KBUF_EXPECTS(cp.owner_ != nullptr, call, " on allocator '", label_,
                  "': the checkpoint belongs to no allocator (it was default-constructed)");
     KBUF_EXPECTS(cp.owner_ == this, call, " on allocator '", label_,
                  "': the checkpoint belongs to another allocator (the one at ",
                  static_cast<const void*>(cp.owner_), "; this one is at ",
                  static_cast<const void*>(this), ")");
-    // The checkpoint's fields go by value: a reference would keep the whole checkpoint in
-    // memory on the hot path of every reset.
-    if (KBUF_IMPL_UNLIKELY(!is_valid(cp))) throw_released_checkpoint(cp.depth_, cp.id_, call);
+    throw_released_checkpoint(cp.depth_, cp.id_, call);
   }
 
-  // Precondition: cp is valid. Never resizes.
+  // Precondition: cp is valid. Never resizes. With the hot path on (limit_ != 0) and staying
+  // on (cp.extra_ == 0), nothing but the offset, the depth and the marks above cp change: no
+  // fallback is live, the limit holds, and the peaks were set as they grew (acquire_slow).
   void release_to(const Checkpoint& cp) noexcept {
-    if (used_ > stats_.peak_used) stats_.peak_used = used_;  // peaks end here
-    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
-    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
+    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;  // the depth's peak ends here
+    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used() - cp.used_);
+    if (KBUF_IMPL_UNLIKELY(limit_ == 0 || cp.extra_ != 0)) release_fallbacks(cp.nfallbacks_);
+    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp.depth_) --nmarks_;
+    released_ += depth_ - cp.depth_;
+    depth_ = cp.depth_;
+    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp.used_;
+    extra_ = cp.extra_;
+    ++stats_.resets;
+    if (KBUF_IMPL_UNLIKELY(limit_ == 0 || cp.extra_ != 0)) update_limit();
+  }
+
+  // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
+  void release_fallbacks(std::size_t keep) noexcept {
+    if (fallbacks_.size() <= keep) return;
 #if KBUF_ENABLE_DEBUG
-    for (std::size_t i = cp.nfallbacks_; i < fallbacks_.size(); ++i) {
+    for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
       const raw_view& m = fallbacks_[i].memory;
       Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
     }
 #endif
-    if (fallbacks_.size() > cp.nfallbacks_) {
-      fence_noexcept();
-      fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(cp.nfallbacks_),
-                       fallbacks_.end());
-    }
-    depth_ = cp.depth_;
-    used_ = cp.used_;
-    need_ = cp.need_;
-    ++stats_.resets;
+    fence_noexcept();
+    fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
   }
 
   void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
@@ -622,11 +790,11 @@ class BufferAllocator final {
                                      ") destroyed out of LIFO order; end scopes in the reverse "
                                      "order of their creation"));
     }
+    --live_scopes_;
 #else
     (void)index;
 #endif
-    --live_scopes_;
-    if (is_valid(cp)) release_to(cp);
+    if (is_valid_here(cp)) release_to(cp);  // a scope's checkpoint is this allocator's
   }
 
   void fence_noexcept() noexcept {
@@ -649,10 +817,18 @@ class BufferAllocator final {
                               Impl::count_of{cp_depth, "temporary", "temporaries"}, " live, and ",
                               Impl::count_of{depth_, "is", "are"}, " live now", advice);
     }
+    // The temporary at its place: the newest, or one a later checkpoint recorded.
+    std::uint64_t holder = 0;
+    if (cp_depth == depth_) {
+      holder = newest();
+    } else if (const Mark* m = find_mark(cp_depth)) {
+      holder = m->id;
+    }
+    const std::string now =
+        holder != 0 ? Impl::concat("temporary #", holder) : std::string("a later temporary");
     Impl::throw_logic_error(head, "temporary #", cp_id, ", the newest when it was taken (of ",
                             Impl::count_of{cp_depth, "live temporary", "live temporaries"},
-                            "), has been released, and temporary #", ids_[cp_depth - 1],
-                            " holds its place now", advice);
+                            "), has been released, and ", now, " holds its place now", advice);
   }
 
   template <class DataType, class V, class... Extents>
@@ -668,22 +844,27 @@ class BufferAllocator final {
 
   execution_space exec_;
   std::size_t alignment_;
+  std::uintptr_t align_mask_ = alignment_ - 1;
+  std::uintptr_t align_neg_ = ~align_mask_;
   std::string label_;
   raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
   std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
-  std::size_t used_ = 0;   // offset of the end of the newest carved temporary
-  std::size_t need_ = 0;   // bytes everything live would take if carved (worst-case padding)
-  std::size_t hwm_ = 0;    // peak need_, or what sizehint set
+  std::uintptr_t top_ = 0;        // address of the end of the newest carved temporary (used())
+  mutable std::uintptr_t limit_ = 0;  // the hot path's end of the buffer, or 0: update_limit()
+  std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case
+                           // padding) minus used()
+  std::size_t hwm_ = 0;    // peak need up to the last reset (or what sizehint set)
   bool shrink_ = false;    // sizehint(n, true) asked the next regrowth to shrink too
   std::vector<Fallback> fallbacks_;
-  // Serial numbers of the live temporaries, oldest first: a checkpoint is still valid when the
-  // temporary that was newest when it was taken is still live at the same depth.
-  std::unique_ptr<std::uint64_t[]> ids_;
-  std::size_t id_capacity_ = 0;
-  std::size_t depth_ = 0;
-  std::uint64_t serial_ = 0;
+  std::size_t depth_ = 0;     // live temporaries, zero-sized ones aside
+  std::uint64_t released_ = 0;  // temporaries released so far (zero-sized ones aside)
+  // Recorded checkpoints (sorted by depth), and room for at least one more whenever a new one
+  // may be needed (see grow_marks).
+  mutable std::unique_ptr<Mark[]> marks_;
+  mutable std::size_t nmarks_ = 0;
+  std::size_t mark_capacity_ = 0;
   std::size_t live_scopes_ = 0;
   Statistics stats_;
 };
