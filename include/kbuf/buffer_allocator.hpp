@@ -95,20 +95,15 @@ class BufferAllocator final {
 
    private:
     friend class BufferAllocator;
-    Checkpoint(const BufferAllocator* owner, std::uint64_t id, std::size_t depth, std::size_t used,
-               std::size_t extra, std::size_t nfallbacks) noexcept
-        : owner_(owner),
-          id_(id),
-          depth_(depth),
-          used_(used),
-          extra_(extra),
-          nfallbacks_(nfallbacks) {}
+    Checkpoint(const BufferAllocator* owner, std::uint64_t id, std::size_t depth,
+               std::size_t used) noexcept
+        : owner_(owner), id_(id), depth_(depth), used_(used) {}
+    // Four words: what else a reset restores (the need, the fallbacks) is recorded with the
+    // temporaries that changed it (Record, Fallback).
     const BufferAllocator* owner_ = nullptr;
     std::uint64_t id_ = 0;  // number of the newest live temporary (1, 2, ...), 0 for none
     std::size_t depth_ = 0;
     std::size_t used_ = 0;
-    std::size_t extra_ = 0;  // the need minus used_
-    std::size_t nfallbacks_ = 0;
   };
 
   /// RAII: takes a checkpoint when made and resets to it when destroyed, also when an exception
@@ -242,8 +237,8 @@ class BufferAllocator final {
   /// The current point of the LIFO history. Taking one records it (in memory reserved
   /// beforehand: it never allocates), so that `reset` can tell whether it is still valid.
   [[nodiscard]] Checkpoint checkpoint() const noexcept {
-    if (depth_ == 0) return Checkpoint(this, 0, 0, 0, 0, 0);  // empty: used and extra are 0
-    return Checkpoint(this, mark(), depth_, used(), extra_, fallbacks_.size());
+    if (depth_ == 0) return Checkpoint(this, 0, 0, 0);  // empty: used() is 0
+    return Checkpoint(this, mark(), depth_, used());
   }
 
   /// Releases every temporary allocated after `cp` (fallbacks are freed after a fence of the
@@ -286,7 +281,7 @@ class BufferAllocator final {
 
   /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
   /// next `allocate`.
-  void reset() { release_to(Checkpoint(this, 0, 0, 0, 0, 0)); }
+  void reset() { release_to(Checkpoint(this, 0, 0, 0)); }
 
   /// A scope that resets to the current checkpoint when it is destroyed:
   /// `{ auto s = alloc.scope(); auto t = alloc.allocate<double*>(n); ... }`.
@@ -407,6 +402,14 @@ class BufferAllocator final {
   struct Fallback {
     raw_view memory;
     std::size_t nbytes;
+    std::size_t depth;  // live temporaries before it: a reset to a lower depth frees it
+  };
+
+  // A live temporary that made the need differ more or less from the offset (a fallback, an
+  // over-aligned temporary): the depth and extra_ before it, restored by a reset to below it.
+  struct Record {
+    std::size_t depth;
+    std::size_t extra;
   };
 
   // A recorded checkpoint: the temporary numbered `id` was the newest of `depth` live ones.
@@ -417,10 +420,10 @@ class BufferAllocator final {
 
   // How the hot path stays short, with every guarantee kept:
   // - It runs only while limit_ != 0, which update_limit() decides whenever the state changes
-  //   otherwise than by the hot path itself: the need equals the offset (extra_ == 0: no
-  //   over-aligned temporary has made them differ), no fallback is live, no regrowth is
-  //   pending, the alignment is at least fast_alignment, and a checkpoint can be recorded
-  //   without allocating (marks_ is not full). Everything else goes to the cold acquire_slow.
+  //   otherwise than by the hot path itself: no live temporary has made the need differ from
+  //   the offset (records_ is empty: no fallback, no over-aligned temporary, so extra_ == 0),
+  //   no regrowth is pending, the alignment is at least fast_alignment, and a checkpoint can be
+  //   recorded without allocating (marks_ is not full). The rest goes to the cold acquire_slow.
   // - It never sets a new peak: limit_ is the lowest of the buffer's end, the high-water mark
   //   and the peak of used() (the need equals the offset here), so the peaks and the high-water
   //   mark only move in acquire_slow, which updates them at once. A reset has none to fold.
@@ -455,6 +458,12 @@ class BufferAllocator final {
   KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
     const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
     if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
+    try {
+      records_.reserve(records_.size() + 1);  // so that committing cannot fail
+    } catch (const std::bad_alloc&) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': no host memory left to record a temporary");
+    }
     if (depth_ == 0 && regrow_pending()) return regrow_and_acquire(nbytes, a);
     return carve_or_fallback(nbytes, a);
   }
@@ -473,7 +482,7 @@ class BufferAllocator final {
       void* p = base_ + start;
       Impl::unpoison<MemorySpace>(p, nbytes);
       top_ = base + start + nbytes;
-      extra_ = need_start - start;  // >= 0: the need's padding is the worst case
+      set_extra(need_start - start);  // >= 0: the need's padding is the worst case
       ++depth_;
       new_peaks();
       return p;
@@ -499,6 +508,14 @@ class BufferAllocator final {
 
   bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
 
+  // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
+  // changes (room reserved in acquire_slow).
+  void set_extra(std::size_t extra) noexcept {
+    if (extra == extra_) return;
+    records_.push_back(Record{depth_, extra_});
+    extra_ = extra;
+  }
+
   // After the need or used() grew in acquire_slow: the high-water mark and the peaks.
   void new_peaks() noexcept {
     const std::size_t used = this->used();
@@ -511,8 +528,8 @@ class BufferAllocator final {
   // The hot path's limit (see acquire): an address, or 0 for none. Called whenever what it
   // depends on changes, except by the hot path and a reset that keeps it valid.
   void update_limit() const noexcept {
-    const bool fast = extra_ == 0 && fallbacks_.empty() && nmarks_ != mark_capacity_ &&
-                      !regrow_pending() && alignment_ >= fast_alignment;
+    const bool fast = records_.empty() && nmarks_ != mark_capacity_ && !regrow_pending() &&
+                      alignment_ >= fast_alignment;
     std::size_t room = capacity_;
     if (hwm_ < room) room = hwm_;
     if (stats_.peak_used < room) room = stats_.peak_used;
@@ -567,11 +584,11 @@ class BufferAllocator final {
   void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
     const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
     void* p = memory.data() + (Impl::align_up(addr, a) - addr);
-    fallbacks_.push_back(Fallback{std::move(memory), nbytes});  // cannot throw: reserved
+    fallbacks_.push_back(Fallback{std::move(memory), nbytes, depth_});  // reserved: no throw
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
     const std::size_t used = this->used();
-    extra_ = Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used;
+    set_extra(Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used);
     ++depth_;
     new_peaks();
     return p;
@@ -752,33 +769,47 @@ class BufferAllocator final {
     throw_released_checkpoint(cp.depth_, cp.id_, call);
   }
 
-  // Precondition: cp is valid. Never resizes. With the hot path on (limit_ != 0) and staying
-  // on (cp.extra_ == 0), nothing but the offset, the depth and the marks above cp change: no
-  // fallback is live, the limit holds, and the peaks were set as they grew (acquire_slow).
+  // Precondition: cp is valid. Never resizes. With the hot path on (limit_ != 0), no record
+  // and no fallback is live, and the peaks were set as they grew (acquire_slow): nothing but
+  // the offset, the depth and the marks above cp change, and the limit holds.
   void release_to(const Checkpoint& cp) noexcept {
+    if (KBUF_IMPL_UNLIKELY(limit_ == 0)) return release_slow(cp);
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;  // the depth's peak ends here
     Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used() - cp.used_);
-    if (KBUF_IMPL_UNLIKELY(limit_ == 0 || cp.extra_ != 0)) release_fallbacks(cp.nfallbacks_);
     while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp.depth_) --nmarks_;
     released_ += depth_ - cp.depth_;
     depth_ = cp.depth_;
     top_ = reinterpret_cast<std::uintptr_t>(base_) + cp.used_;
-    extra_ = cp.extra_;
     ++stats_.resets;
-    if (KBUF_IMPL_UNLIKELY(limit_ == 0 || cp.extra_ != 0)) update_limit();
   }
 
-  // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
-  void release_fallbacks(std::size_t keep) noexcept {
-    if (fallbacks_.size() <= keep) return;
+  // release_to with the hot path off: also frees the fallbacks above cp (after a fence of the
+  // bound instance), restores extra_, and decides the limit again.
+  KBUF_IMPL_COLD void release_slow(const Checkpoint& cp) noexcept {
+    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
+    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used() - cp.used_);
+    std::size_t keep = fallbacks_.size();
+    while (keep != 0 && fallbacks_[keep - 1].depth >= cp.depth_) --keep;
+    if (keep != fallbacks_.size()) {
 #if KBUF_ENABLE_DEBUG
-    for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
-      const raw_view& m = fallbacks_[i].memory;
-      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
-    }
+      for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
+        const raw_view& m = fallbacks_[i].memory;
+        Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
+      }
 #endif
-    fence_noexcept();
-    fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
+      fence_noexcept();
+      fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
+    }
+    while (!records_.empty() && records_.back().depth >= cp.depth_) {
+      extra_ = records_.back().extra;
+      records_.pop_back();
+    }
+    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp.depth_) --nmarks_;
+    released_ += depth_ - cp.depth_;
+    depth_ = cp.depth_;
+    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp.used_;
+    ++stats_.resets;
+    update_limit();
   }
 
   void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
@@ -857,7 +888,8 @@ class BufferAllocator final {
                            // padding) minus used()
   std::size_t hwm_ = 0;    // peak need up to the last reset (or what sizehint set)
   bool shrink_ = false;    // sizehint(n, true) asked the next regrowth to shrink too
-  std::vector<Fallback> fallbacks_;
+  std::vector<Fallback> fallbacks_;  // live fallbacks, oldest first
+  std::vector<Record> records_;      // see Record, oldest first
   std::size_t depth_ = 0;     // live temporaries, zero-sized ones aside
   std::uint64_t released_ = 0;  // temporaries released so far (zero-sized ones aside)
   // Recorded checkpoints (sorted by depth), and room for at least one more whenever a new one
