@@ -754,26 +754,32 @@ class BufferAllocator final {
     return m != nullptr && m->id == cp.id_;
   }
 
+  // The checkpoint's fields go by value to the cold functions: a reference would keep the
+  // whole checkpoint in memory on the hot path of every reset.
   void check_checkpoint(const Checkpoint& cp, const char* call) const {
-    if (KBUF_IMPL_UNLIKELY(cp.owner_ != this || !is_valid_here(cp))) refuse_checkpoint(cp, call);
+    if (KBUF_IMPL_UNLIKELY(cp.owner_ != this || !is_valid_here(cp))) {
+      refuse_checkpoint(cp.owner_, cp.depth_, cp.id_, call);
+    }
   }
 
   // Raises the kbuf::logic_error for a checkpoint that check_checkpoint refused.
-  [[noreturn]] KBUF_IMPL_COLD void refuse_checkpoint(const Checkpoint& cp, const char* call) const {
-    KBUF_EXPECTS(cp.owner_ != nullptr, call, " on allocator '", label_,
+  [[noreturn]] KBUF_IMPL_COLD void refuse_checkpoint(const BufferAllocator* owner,
+                                                     std::size_t depth, std::uint64_t id,
+                                                     const char* call) const {
+    KBUF_EXPECTS(owner != nullptr, call, " on allocator '", label_,
                  "': the checkpoint belongs to no allocator (it was default-constructed)");
-    KBUF_EXPECTS(cp.owner_ == this, call, " on allocator '", label_,
+    KBUF_EXPECTS(owner == this, call, " on allocator '", label_,
                  "': the checkpoint belongs to another allocator (the one at ",
-                 static_cast<const void*>(cp.owner_), "; this one is at ",
+                 static_cast<const void*>(owner), "; this one is at ",
                  static_cast<const void*>(this), ")");
-    throw_released_checkpoint(cp.depth_, cp.id_, call);
+    throw_released_checkpoint(depth, id, call);
   }
 
   // Precondition: cp is valid. Never resizes. With the hot path on (limit_ != 0), no record
   // and no fallback is live, and the peaks were set as they grew (acquire_slow): nothing but
   // the offset, the depth and the marks above cp change, and the limit holds.
   void release_to(const Checkpoint& cp) noexcept {
-    if (KBUF_IMPL_UNLIKELY(limit_ == 0)) return release_slow(cp);
+    if (KBUF_IMPL_UNLIKELY(limit_ == 0)) return release_slow(cp.depth_, cp.used_);
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;  // the depth's peak ends here
     Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used() - cp.used_);
     while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp.depth_) --nmarks_;
@@ -785,11 +791,11 @@ class BufferAllocator final {
 
   // release_to with the hot path off: also frees the fallbacks above cp (after a fence of the
   // bound instance), restores extra_, and decides the limit again.
-  KBUF_IMPL_COLD void release_slow(const Checkpoint& cp) noexcept {
+  KBUF_IMPL_COLD void release_slow(std::size_t cp_depth, std::size_t cp_used) noexcept {
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
-    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used() - cp.used_);
+    Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
     std::size_t keep = fallbacks_.size();
-    while (keep != 0 && fallbacks_[keep - 1].depth >= cp.depth_) --keep;
+    while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
     if (keep != fallbacks_.size()) {
 #if KBUF_ENABLE_DEBUG
       for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
@@ -800,14 +806,14 @@ class BufferAllocator final {
       fence_noexcept();
       fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
     }
-    while (!records_.empty() && records_.back().depth >= cp.depth_) {
+    while (!records_.empty() && records_.back().depth >= cp_depth) {
       extra_ = records_.back().extra;
       records_.pop_back();
     }
-    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp.depth_) --nmarks_;
-    released_ += depth_ - cp.depth_;
-    depth_ = cp.depth_;
-    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp.used_;
+    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp_depth) --nmarks_;
+    released_ += depth_ - cp_depth;
+    depth_ = cp_depth;
+    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp_used;
     ++stats_.resets;
     update_limit();
   }
