@@ -116,22 +116,25 @@ class BufferAllocator final {
     Scope& operator=(Scope&&) = delete;
     /// Takes over `other`'s checkpoint; `other` then does nothing when destroyed.
     Scope(Scope&& other) noexcept
-        : alloc_(std::exchange(other.alloc_, nullptr)),
-          checkpoint_(other.checkpoint_),
-          index_(other.index_) {}
+        : checkpoint_(other.checkpoint_), index_(std::exchange(other.index_, moved_from)) {}
     ~Scope() {
-      if (alloc_ != nullptr) alloc_->end_scope(checkpoint_, index_);
+      if (index_ != moved_from) {
+        // The scope was made from a non-const allocator: scope() is not const.
+        const_cast<BufferAllocator*>(checkpoint_.owner_)->end_scope(checkpoint_, index_);
+      }
     }
     /// The checkpoint this scope resets to.
     [[nodiscard]] Checkpoint checkpoint() const noexcept { return checkpoint_; }
 
    private:
     friend class BufferAllocator;
+    static constexpr std::size_t moved_from = std::numeric_limits<std::size_t>::max();
     explicit Scope(BufferAllocator& alloc) noexcept
-        : alloc_(&alloc), checkpoint_(alloc.checkpoint()), index_(alloc.open_scope()) {}
-    BufferAllocator* alloc_;
-    Checkpoint checkpoint_;
-    std::size_t index_;  // the allocator's live scopes before this one: LIFO check (debug only)
+        : checkpoint_(alloc.checkpoint()), index_(alloc.open_scope()) {}
+    Checkpoint checkpoint_;  // its owner is the scope's allocator
+    // The allocator's live scopes before this one (LIFO check, debug only: 0 otherwise), or
+    // moved_from.
+    std::size_t index_;
   };
 
   /// An allocator bound to the default instance of `execution_space` whose buffer holds
@@ -779,13 +782,27 @@ class BufferAllocator final {
   // and no fallback is live, and the peaks were set as they grew (acquire_slow): nothing but
   // the offset, the depth and the marks above cp change, and the limit holds.
   void release_to(const Checkpoint& cp) noexcept {
-    if (KBUF_IMPL_UNLIKELY(limit_ == 0)) return release_slow(cp.depth_, cp.used_);
+    // Resetting to empty (every scope that is not nested) is the usual case: spelled out, it
+    // costs a few instructions less.
+    if (cp.depth_ == 0) {
+      release_to_point(0, 0);
+    } else {
+      release_to_point(cp.depth_, cp.used_);
+    }
+  }
+
+  KBUF_IMPL_ALWAYS_INLINE void release_to_point(std::size_t depth, std::size_t used) noexcept {
+    if (KBUF_IMPL_UNLIKELY(limit_ == 0)) return release_slow(depth, used);
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;  // the depth's peak ends here
-    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used() - cp.used_);
-    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp.depth_) --nmarks_;
-    released_ += depth_ - cp.depth_;
-    depth_ = cp.depth_;
-    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp.used_;
+    Impl::release_bytes<MemorySpace>(exec_, base_ + used, this->used() - used);
+    if (depth == 0) {
+      nmarks_ = 0;
+    } else {
+      while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > depth) --nmarks_;
+    }
+    released_ += depth_ - depth;
+    depth_ = depth;
+    top_ = reinterpret_cast<std::uintptr_t>(base_) + used;
     ++stats_.resets;
   }
 
