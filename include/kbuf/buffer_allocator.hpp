@@ -177,7 +177,8 @@ class BufferAllocator final {
     if (live_scopes_ != 0) {
       Impl::debug_abort(Impl::concat("kbuf::BufferAllocator '", label_, "' (",
                                      static_cast<const void*>(this), ") destroyed while ",
-                                     live_scopes_, " of its scopes are live; end every scope "
+                                     live_scopes_,
+                                     " of its scopes are live; end every scope "
                                      "before its allocator"));
     }
 #endif
@@ -284,14 +285,20 @@ class BufferAllocator final {
 
   /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
   /// next `allocate`.
-  void reset() { release_to(Checkpoint(this, 0, 0, 0)); }
+  void reset() {
+    release_to(Checkpoint(this, 0, 0, 0));
+  }
 
   /// A scope that resets to the current checkpoint when it is destroyed:
   /// `{ auto s = alloc.scope(); auto t = alloc.allocate<double*>(n); ... }`.
-  [[nodiscard]] Scope scope() noexcept { return Scope(*this); }
+  [[nodiscard]] Scope scope() noexcept {
+    return Scope(*this);
+  }
 
   /// Bytes in the buffer.
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::size_t capacity() const noexcept {
+    return capacity_;
+  }
   /// Bytes of the buffer in use, alignment padding included.
   [[nodiscard]] std::size_t used() const noexcept {
     return static_cast<std::size_t>(top_ - reinterpret_cast<std::uintptr_t>(base_));
@@ -303,15 +310,25 @@ class BufferAllocator final {
     return need > hwm_ ? need : hwm_;
   }
   /// True when no temporary is live (fallbacks included).
-  [[nodiscard]] bool empty() const noexcept { return depth_ == 0; }
+  [[nodiscard]] bool empty() const noexcept {
+    return depth_ == 0;
+  }
   /// The minimum alignment of every temporary's address, in bytes.
-  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+  [[nodiscard]] std::size_t alignment() const noexcept {
+    return alignment_;
+  }
   /// The execution space instance the allocator is bound to.
-  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept {
+    return exec_;
+  }
   /// The label of the allocator's Kokkos allocations.
-  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+  [[nodiscard]] const std::string& label() const noexcept {
+    return label_;
+  }
   /// Number of live fallback allocations.
-  [[nodiscard]] std::size_t live_fallbacks() const noexcept { return fallbacks_.size(); }
+  [[nodiscard]] std::size_t live_fallbacks() const noexcept {
+    return fallbacks_.size();
+  }
 
   /// True when the memory of `v` (any view, subviews included) lies inside memory this
   /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
@@ -352,7 +369,7 @@ class BufferAllocator final {
     if (capacity != capacity_) replace_buffer(capacity, "kbuf::BufferAllocator::resize");
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
-    update_limit();
+    update_fast_end();
   }
 
   /// Raises the high-water mark to `nbytes`, so the next regrowth makes room for it. With
@@ -366,7 +383,7 @@ class BufferAllocator final {
     } else if (nbytes > hwm_) {
       hwm_ = nbytes;
     }
-    update_limit();  // a regrowth may be pending now
+    update_fast_end();  // a regrowth may be pending now
   }
 
   /// The buffer: a managed View of `capacity()` bytes, starting at an address aligned to
@@ -422,12 +439,12 @@ class BufferAllocator final {
   };
 
   // How the hot path stays short, with every guarantee kept:
-  // - It runs only while limit_ != 0, which update_limit() decides whenever the state changes
+  // - It runs only while fast_end_ != 0, which update_fast_end() decides whenever the state changes
   //   otherwise than by the hot path itself: no live temporary has made the need differ from
   //   the offset (records_ is empty: no fallback, no over-aligned temporary, so extra_ == 0),
   //   no regrowth is pending, the alignment is at least fast_alignment, and a checkpoint can be
   //   recorded without allocating (marks_ is not full). The rest goes to the cold acquire_slow.
-  // - It never sets a new peak: limit_ is the lowest of the buffer's end, the high-water mark
+  // - It never sets a new peak: fast_end_ is the lowest of the buffer's end, the high-water mark
   //   and the peak of used() (the need equals the offset here), so the peaks and the high-water
   //   mark only move in acquire_slow, which updates them at once. A reset has none to fold.
   // - Checkpoints are validated by what checkpoint() records (marks_), not by numbering every
@@ -437,7 +454,7 @@ class BufferAllocator final {
   // What is left per temporary: align the top, compare with the limit, store it, count it.
   template <std::size_t TypeAlignment>
   KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes) {
-    // Below fast_alignment, limit_ is 0; beyond it, a type may be aligned beyond alignment_
+    // Below fast_alignment, fast_end_ is 0; beyond it, a type may be aligned beyond alignment_
     // and pad more than the need's formula here assumes.
     if constexpr (TypeAlignment > fast_alignment) {
       if (KBUF_IMPL_UNLIKELY(align_mask_ < TypeAlignment - 1)) {
@@ -447,7 +464,7 @@ class BufferAllocator final {
     // The base is aligned to alignment_, so aligning the address aligns the offset too.
     const std::uintptr_t p = (top_ + align_mask_) & align_neg_;
     const std::uintptr_t end = p + nbytes;
-    if (KBUF_IMPL_UNLIKELY(end > limit_)) return acquire_slow(nbytes, TypeAlignment);
+    if (KBUF_IMPL_UNLIKELY(end > fast_end_)) return acquire_slow(nbytes, TypeAlignment);
     top_ = end;
     ++depth_;
     void* q = reinterpret_cast<void*>(p);
@@ -455,7 +472,7 @@ class BufferAllocator final {
     return q;
   }
 
-  // Whatever the hot path does not serve (limit_ is 0, the type is over-aligned, or the
+  // Whatever the hot path does not serve (fast_end_ is 0, the type is over-aligned, or the
   // temporary does not fit): records room first, then regrows a pending buffer, carves, or
   // serves a fallback. Nothing changes unless it succeeds.
   KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
@@ -509,7 +526,9 @@ class BufferAllocator final {
     return acquire_slow(nbytes, alignof(typename V::value_type));
   }
 
-  bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
+  bool regrow_pending() const noexcept {
+    return hwm_ > capacity_ || shrink_;
+  }
 
   // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
   // changes (room reserved in acquire_slow).
@@ -525,18 +544,18 @@ class BufferAllocator final {
     const std::size_t need = used + extra_;
     if (need > hwm_) hwm_ = need;
     if (used > stats_.peak_used) stats_.peak_used = used;
-    update_limit();
+    update_fast_end();
   }
 
   // The hot path's limit (see acquire): an address, or 0 for none. Called whenever what it
   // depends on changes, except by the hot path and a reset that keeps it valid.
-  void update_limit() const noexcept {
+  void update_fast_end() const noexcept {
     const bool fast = records_.empty() && nmarks_ != mark_capacity_ && !regrow_pending() &&
                       alignment_ >= fast_alignment;
     std::size_t room = capacity_;
     if (hwm_ < room) room = hwm_;
     if (stats_.peak_used < room) room = stats_.peak_used;
-    limit_ = fast ? reinterpret_cast<std::uintptr_t>(base_) + room : 0;
+    fast_end_ = fast ? reinterpret_cast<std::uintptr_t>(base_) + room : 0;
   }
 
   std::size_t open_scope() noexcept {
@@ -631,7 +650,7 @@ class BufferAllocator final {
         allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
     std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
     if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
-                                                        // past a 256-aligned header
+                                                         // past a 256-aligned header
       // Free and retry with slack once; later buffers take the slack at once, because every
       // free of device memory synchronises the device (cudaFree, hipFree).
       raw = raw_view();
@@ -644,7 +663,7 @@ class BufferAllocator final {
     base_ = buffer_.data();
     capacity_ = capacity;
     top_ = reinterpret_cast<std::uintptr_t>(base_);  // empty: used() == 0
-    update_limit();
+    update_fast_end();
     Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
   }
 
@@ -658,7 +677,7 @@ class BufferAllocator final {
     base_ = nullptr;
     capacity_ = 0;
     top_ = 0;
-    update_limit();
+    update_fast_end();
     try {
       take_buffer(capacity, call);
     } catch (const kbuf::out_of_memory&) {
@@ -690,7 +709,7 @@ class BufferAllocator final {
   }
 
   // Room for n marks. Called where allocating may throw (construction, acquire_slow), so that
-  // checkpoint() never has to: a full marks_ sets limit_ to 0, and the next allocate, the only
+  // checkpoint() never has to: a full marks_ sets fast_end_ to 0, and the next allocate, the only
   // way to a depth that needs a new mark, comes here first.
   KBUF_IMPL_COLD void grow_marks(std::size_t n) {
     std::unique_ptr<Mark[]> marks;
@@ -703,7 +722,7 @@ class BufferAllocator final {
     for (std::size_t i = 0; i < nmarks_; ++i) marks[i] = marks_[i];
     marks_ = std::move(marks);
     mark_capacity_ = n;
-    update_limit();
+    update_fast_end();
   }
 
   // The number of the newest live temporary (depth_ > 0). After a reset to a checkpoint at
@@ -720,8 +739,8 @@ class BufferAllocator final {
   std::uint64_t mark() const noexcept {
     if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
     const std::uint64_t id = released_ + depth_;  // allocated after the newest mark
-    marks_[nmarks_++] = Mark{depth_, id};           // room: see grow_marks
-    if (nmarks_ == mark_capacity_) limit_ = 0;
+    marks_[nmarks_++] = Mark{depth_, id};         // room: see grow_marks
+    if (nmarks_ == mark_capacity_) fast_end_ = 0;
     return id;
   }
 
@@ -778,7 +797,7 @@ class BufferAllocator final {
     throw_released_checkpoint(depth, id, call);
   }
 
-  // Precondition: cp is valid. Never resizes. With the hot path on (limit_ != 0), no record
+  // Precondition: cp is valid. Never resizes. With the hot path on (fast_end_ != 0), no record
   // and no fallback is live, and the peaks were set as they grew (acquire_slow): nothing but
   // the offset, the depth and the marks above cp change, and the limit holds.
   void release_to(const Checkpoint& cp) noexcept {
@@ -792,7 +811,7 @@ class BufferAllocator final {
   }
 
   KBUF_IMPL_ALWAYS_INLINE void release_to_point(std::size_t depth, std::size_t used) noexcept {
-    if (KBUF_IMPL_UNLIKELY(limit_ == 0)) return release_slow(depth, used);
+    if (KBUF_IMPL_UNLIKELY(fast_end_ == 0)) return release_slow(depth, used);
     if (depth_ > stats_.peak_live) stats_.peak_live = depth_;  // the depth's peak ends here
     Impl::release_bytes<MemorySpace>(exec_, base_ + used, this->used() - used);
     if (depth == 0) {
@@ -832,7 +851,7 @@ class BufferAllocator final {
     depth_ = cp_depth;
     top_ = reinterpret_cast<std::uintptr_t>(base_) + cp_used;
     ++stats_.resets;
-    update_limit();
+    update_fast_end();
   }
 
   void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
@@ -863,8 +882,8 @@ class BufferAllocator final {
   [[noreturn]] KBUF_IMPL_COLD void throw_released_checkpoint(std::size_t cp_depth,
                                                              std::uint64_t cp_id,
                                                              const char* call) const {
-    const std::string head = Impl::concat(
-        call, " on allocator '", label_, "': the checkpoint was released by an earlier reset; ");
+    const std::string head = Impl::concat(call, " on allocator '", label_,
+                                          "': the checkpoint was released by an earlier reset; ");
     const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
     if (cp_depth > depth_) {
       Impl::throw_logic_error(head, "it was taken with ",
@@ -901,20 +920,21 @@ class BufferAllocator final {
   std::uintptr_t align_mask_ = alignment_ - 1;
   std::uintptr_t align_neg_ = ~align_mask_;
   std::string label_;
-  raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
+  raw_view buffer_;                // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
   std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
   std::uintptr_t top_ = 0;        // address of the end of the newest carved temporary (used())
-  mutable std::uintptr_t limit_ = 0;  // the hot path's end of the buffer, or 0: update_limit()
+  mutable std::uintptr_t fast_end_ =
+      0;                   // the hot path's end of the buffer, or 0: update_fast_end()
   std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case
                            // padding) minus used()
   std::size_t hwm_ = 0;    // peak need up to the last reset (or what sizehint set)
   bool shrink_ = false;    // sizehint(n, true) asked the next regrowth to shrink too
   std::vector<Fallback> fallbacks_;  // live fallbacks, oldest first
   std::vector<Record> records_;      // see Record, oldest first
-  std::size_t depth_ = 0;     // live temporaries, zero-sized ones aside
-  std::uint64_t released_ = 0;  // temporaries released so far (zero-sized ones aside)
+  std::size_t depth_ = 0;            // live temporaries, zero-sized ones aside
+  std::uint64_t released_ = 0;       // temporaries released so far (zero-sized ones aside)
   // Recorded checkpoints (sorted by depth), and room for at least one more whenever a new one
   // may be needed (see grow_marks).
   mutable std::unique_ptr<Mark[]> marks_;
