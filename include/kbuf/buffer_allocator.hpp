@@ -177,8 +177,7 @@ class BufferAllocator final {
     if (live_scopes_ != 0) {
       Impl::debug_abort(Impl::concat("kbuf::BufferAllocator '", label_, "' (",
                                      static_cast<const void*>(this), ") destroyed while ",
-                                     live_scopes_,
-                                     " of its scopes are live; end every scope "
+                                     live_scopes_, " of its scopes are live; end every scope "
                                      "before its allocator"));
     }
 #endif
@@ -285,20 +284,14 @@ class BufferAllocator final {
 
   /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
   /// next `allocate`.
-  void reset() {
-    release_to(Checkpoint(this, 0, 0, 0));
-  }
+  void reset() { release_to(Checkpoint(this, 0, 0, 0)); }
 
   /// A scope that resets to the current checkpoint when it is destroyed:
   /// `{ auto s = alloc.scope(); auto t = alloc.allocate<double*>(n); ... }`.
-  [[nodiscard]] Scope scope() noexcept {
-    return Scope(*this);
-  }
+  [[nodiscard]] Scope scope() noexcept { return Scope(*this); }
 
   /// Bytes in the buffer.
-  [[nodiscard]] std::size_t capacity() const noexcept {
-    return capacity_;
-  }
+  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// Bytes of the buffer in use, alignment padding included.
   [[nodiscard]] std::size_t used() const noexcept {
     return static_cast<std::size_t>(top_ - reinterpret_cast<std::uintptr_t>(base_));
@@ -310,25 +303,15 @@ class BufferAllocator final {
     return need > hwm_ ? need : hwm_;
   }
   /// True when no temporary is live (fallbacks included).
-  [[nodiscard]] bool empty() const noexcept {
-    return depth_ == 0;
-  }
+  [[nodiscard]] bool empty() const noexcept { return depth_ == 0; }
   /// The minimum alignment of every temporary's address, in bytes.
-  [[nodiscard]] std::size_t alignment() const noexcept {
-    return alignment_;
-  }
+  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
   /// The execution space instance the allocator is bound to.
-  [[nodiscard]] const execution_space& execution_space_instance() const noexcept {
-    return exec_;
-  }
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
   /// The label of the allocator's Kokkos allocations.
-  [[nodiscard]] const std::string& label() const noexcept {
-    return label_;
-  }
+  [[nodiscard]] const std::string& label() const noexcept { return label_; }
   /// Number of live fallback allocations.
-  [[nodiscard]] std::size_t live_fallbacks() const noexcept {
-    return fallbacks_.size();
-  }
+  [[nodiscard]] std::size_t live_fallbacks() const noexcept { return fallbacks_.size(); }
 
   /// True when the memory of `v` (any view, subviews included) lies inside memory this
   /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
@@ -526,9 +509,7 @@ class BufferAllocator final {
     return acquire_slow(nbytes, alignof(typename V::value_type));
   }
 
-  bool regrow_pending() const noexcept {
-    return hwm_ > capacity_ || shrink_;
-  }
+  bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
 
   // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
   // changes (room reserved in acquire_slow).
@@ -650,7 +631,7 @@ class BufferAllocator final {
         allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
     std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
     if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
-                                                         // past a 256-aligned header
+                                                        // past a 256-aligned header
       // Free and retry with slack once; later buffers take the slack at once, because every
       // free of device memory synchronises the device (cudaFree, hipFree).
       raw = raw_view();
@@ -882,8 +863,8 @@ class BufferAllocator final {
   [[noreturn]] KBUF_IMPL_COLD void throw_released_checkpoint(std::size_t cp_depth,
                                                              std::uint64_t cp_id,
                                                              const char* call) const {
-    const std::string head = Impl::concat(call, " on allocator '", label_,
-                                          "': the checkpoint was released by an earlier reset; ");
+    const std::string head = Impl::concat(
+        call, " on allocator '", label_, "': the checkpoint was released by an earlier reset; ");
     const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
     if (cp_depth > depth_) {
       Impl::throw_logic_error(head, "it was taken with ",
@@ -920,13 +901,12 @@ class BufferAllocator final {
   std::uintptr_t align_mask_ = alignment_ - 1;
   std::uintptr_t align_neg_ = ~align_mask_;
   std::string label_;
-  raw_view buffer_;                // capacity_ bytes at an address aligned to alignment_
+  raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
   std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
   std::uintptr_t top_ = 0;        // address of the end of the newest carved temporary (used())
-  mutable std::uintptr_t fast_end_ =
-      0;                   // the hot path's end of the buffer, or 0: update_fast_end()
+  mutable std::uintptr_t fast_end_ = 0;  // the hot path's end, or 0: see update_fast_end()
   std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case
                            // padding) minus used()
   std::size_t hwm_ = 0;    // peak need up to the last reset (or what sizehint set)
