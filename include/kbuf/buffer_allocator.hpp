@@ -501,7 +501,7 @@ class BufferAllocator final {
   template <class DataType, class V, class... Extents>
   KBUF_IMPL_COLD void* allocate_checked(Extents... extents) {
     const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
-        [this](auto... e) { refuse_extents<DataType, V>(e...); }, extents...);
+        [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
     if (nbytes == 0) {
       ++stats_.temporaries;
       return nullptr;
