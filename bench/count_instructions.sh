@@ -10,6 +10,8 @@ set -eu
 bench=${1:?usage: $0 path/to/kbuf-bench [rounds]}
 rounds=${2:-10000}
 command -v valgrind >/dev/null || { echo "$0: valgrind not found" >&2; exit 2; }
+# One host thread: an OpenMP default execution space would add its idle threads' instructions.
+export OMP_NUM_THREADS=1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 

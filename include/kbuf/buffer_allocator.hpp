@@ -92,15 +92,15 @@ class BufferAllocator final {
 
    private:
     friend class BufferAllocator;
-    Checkpoint(const BufferAllocator* owner, std::uint64_t id, std::size_t depth, std::size_t used,
-               std::size_t need, std::size_t nfallbacks) noexcept
-        : owner_(owner), id_(id), depth_(depth), used_(used), need_(need), nfallbacks_(nfallbacks) {}
+    Checkpoint(const BufferAllocator* owner, std::uint64_t id, std::size_t depth,
+               std::size_t used) noexcept
+        : owner_(owner), id_(id), depth_(depth), used_(used) {}
+    // Four words: what else a reset restores (the need, the fallbacks) is recorded with the
+    // temporaries that changed it (Record, Fallback).
     const BufferAllocator* owner_ = nullptr;
-    std::uint64_t id_ = 0;  // serial number of the newest live temporary, 0 for none
+    std::uint64_t id_ = 0;  // number of the newest live temporary (1, 2, ...), 0 for none
     std::size_t depth_ = 0;
     std::size_t used_ = 0;
-    std::size_t need_ = 0;
-    std::size_t nfallbacks_ = 0;
   };
 
   /// RAII: takes a checkpoint when made and resets to it when destroyed, also when an exception
@@ -113,22 +113,25 @@ class BufferAllocator final {
     Scope& operator=(Scope&&) = delete;
     /// Takes over `other`'s checkpoint; `other` then does nothing when destroyed.
     Scope(Scope&& other) noexcept
-        : alloc_(std::exchange(other.alloc_, nullptr)),
-          checkpoint_(other.checkpoint_),
-          index_(other.index_) {}
+        : checkpoint_(other.checkpoint_), index_(std::exchange(other.index_, moved_from)) {}
     ~Scope() {
-      if (alloc_ != nullptr) alloc_->end_scope(checkpoint_, index_);
+      if (index_ != moved_from) {
+        // The scope was made from a non-const allocator: scope() is not const.
+        const_cast<BufferAllocator*>(checkpoint_.owner_)->end_scope(checkpoint_, index_);
+      }
     }
     /// The checkpoint this scope resets to.
     [[nodiscard]] Checkpoint checkpoint() const noexcept { return checkpoint_; }
 
    private:
     friend class BufferAllocator;
+    static constexpr std::size_t moved_from = std::numeric_limits<std::size_t>::max();
     explicit Scope(BufferAllocator& alloc) noexcept
-        : alloc_(&alloc), checkpoint_(alloc.checkpoint()), index_(alloc.live_scopes_++) {}
-    BufferAllocator* alloc_;
-    Checkpoint checkpoint_;
-    std::size_t index_;  // the allocator's live scopes before this one: LIFO check in debug
+        : checkpoint_(alloc.checkpoint()), index_(alloc.open_scope()) {}
+    Checkpoint checkpoint_;  // its owner is the scope's allocator
+    // The allocator's live scopes before this one (LIFO check, debug only: 0 otherwise), or
+    // moved_from.
+    std::size_t index_;
   };
 
   /// An allocator bound to the default instance of `execution_space` whose buffer holds
@@ -218,31 +221,36 @@ class BufferAllocator final {
                       std::numeric_limits<std::size_t>::max() / sizeof(T),
                   "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
 
-    // Negative extents, extents V cannot hold, a size that overflows: kbuf::logic_error.
-    const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
-        [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
-
+    // Extents below a bound that makes every check moot take one test (fast_byte_count); the
+    // others go to the cold path: negative extents, extents V cannot hold, a size that
+    // overflows (kbuf::logic_error), and whatever the exact check lets through.
     using pointer = typename V::pointer_type;
-    if (nbytes == 0) {
-      ++stats_.temporaries;
-      return V(pointer(nullptr), static_cast<std::size_t>(extents)...);
+    std::size_t nbytes;
+    void* p;
+    const bool fast = Impl::fast_byte_count<DataType, V>(nbytes, extents...);
+    if (KBUF_IMPL_UNLIKELY(!fast)) {
+      p = allocate_checked<DataType, V>(extents...);
+    } else if (KBUF_IMPL_UNLIKELY(nbytes == 0)) {
+      ++stats_.temporaries;  // a zero-sized temporary: an empty view, nothing moves
+      p = nullptr;
+    } else {
+      p = acquire<alignof(T)>(nbytes);
     }
-    constexpr std::size_t type_alignment = alignof(T);
-    const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
 #if KOKKOS_VERSION < 40000
     // Kokkos 3's pointer-and-extents constructor builds and destroys a std::string label for
     // a rank check (about half of a temporary's cost there); the extents were checked above.
-    return V(reinterpret_cast<pointer>(acquire(nbytes, a)),
+    return V(reinterpret_cast<pointer>(p),
              typename V::array_layout(static_cast<std::size_t>(extents)...));
 #else
-    return V(reinterpret_cast<pointer>(acquire(nbytes, a)), static_cast<std::size_t>(extents)...);
+    return V(reinterpret_cast<pointer>(p), static_cast<std::size_t>(extents)...);
 #endif
   }
 
-  /// The current point of the LIFO history.
+  /// The current point of the LIFO history. Taking one records it (in memory reserved
+  /// beforehand: it never allocates), so that `reset` can tell whether it is still valid.
   [[nodiscard]] Checkpoint checkpoint() const noexcept {
-    return Checkpoint(this, depth_ == 0 ? 0 : ids_[depth_ - 1], depth_, used_, need_,
-                      fallbacks_.size());
+    if (depth_ == 0) return Checkpoint(this, 0, 0, 0);  // empty: used() is 0
+    return Checkpoint(this, mark(), depth_, used());
   }
 
   /// Releases every temporary allocated after `cp` (fallbacks are freed after a fence of the
@@ -285,7 +293,7 @@ class BufferAllocator final {
 
   /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
   /// next `allocate`.
-  void reset() { release_to(Checkpoint(this, 0, 0, 0, 0, 0)); }
+  void reset() { release_to(Checkpoint(this, 0, 0, 0)); }
 
   /// A scope that resets to the current checkpoint when it is destroyed:
   /// `{ auto s = alloc.scope(); auto t = alloc.allocate<double*>(n); ... }`.
@@ -294,10 +302,15 @@ class BufferAllocator final {
   /// Bytes in the buffer.
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   /// Bytes of the buffer in use, alignment padding included.
-  [[nodiscard]] std::size_t used() const noexcept { return used_; }
+  [[nodiscard]] std::size_t used() const noexcept {
+    return static_cast<std::size_t>(top_ - reinterpret_cast<std::uintptr_t>(base_));
+  }
   /// The peak need: the most bytes the live temporaries (fallbacks included, each with its
   /// worst-case alignment padding) would have taken in the buffer. The next growth target.
-  [[nodiscard]] std::size_t high_water_mark() const noexcept { return hwm_; }
+  [[nodiscard]] std::size_t high_water_mark() const noexcept {
+    const std::size_t need = used() + extra_;  // the peak since the last reset is the need now
+    return need > hwm_ ? need : hwm_;
+  }
   /// True when no temporary is live (fallbacks included).
   [[nodiscard]] bool empty() const noexcept { return depth_ == 0; }
   /// The minimum alignment of every temporary's address, in bytes.
@@ -330,7 +343,7 @@ class BufferAllocator final {
       const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(v.data());
       return begin != nullptr && p >= b && p - b <= size && nbytes <= size - (p - b);
     };
-    if (inside(base_, used_)) return true;
+    if (inside(base_, used())) return true;
     for (const Fallback& f : fallbacks_) {
       if (inside(f.memory.data(), f.memory.size())) return true;
     }
@@ -357,18 +370,21 @@ class BufferAllocator final {
     }
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
+    update_fast_end();
   }
 
   /// Raises the high-water mark to `nbytes`, so the next regrowth makes room for it. With
   /// `shrink`, sets it to `nbytes` (but not below what is live now), and the next regrowth may
   /// shrink the buffer to `buffer_size(nbytes)`.
   void sizehint(std::size_t nbytes, bool shrink = false) noexcept {
+    const std::size_t need = used() + extra_;
     if (shrink) {
-      hwm_ = nbytes > need_ ? nbytes : need_;
+      hwm_ = nbytes > need ? nbytes : need;
       shrink_ = true;
     } else if (nbytes > hwm_) {
       hwm_ = nbytes;
     }
+    update_fast_end();  // a regrowth may be pending now
   }
 
   /// The buffer: a managed View of `capacity()` bytes, starting at an address aligned to
@@ -380,9 +396,10 @@ class BufferAllocator final {
   /// The allocator's counters.
   [[nodiscard]] Statistics statistics() const noexcept {
     Statistics s = stats_;
-    // stats_.temporaries: the zero-sized ones
-    s.temporaries += (serial_ - serial_base_) - stats_.fallbacks;
-    if (used_ > s.peak_used) s.peak_used = used_;  // peaks still under way
+    // stats_.temporaries: the zero-sized ones; released_ + depth_: every other temporary
+    // since construction, numbered_base_ of them before the measurement region.
+    s.temporaries += released_ + depth_ - numbered_base_ - stats_.fallbacks;
+    if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
     return s;
   }
@@ -402,6 +419,7 @@ class BufferAllocator final {
                  fallback_held_, " in live fallbacks); a limit cannot be set below what is held "
                  "(resize the buffer or release the fallbacks first)");
     limit_ = nbytes;
+    update_fast_end();
   }
   /// The most bytes the allocator may hold (`SIZE_MAX`: no limit).
   [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
@@ -424,9 +442,10 @@ class BufferAllocator final {
   /// the peaks from what is live now. The high-water mark (the growth target) is kept.
   void reset_peaks() noexcept {
     stats_ = Statistics{};
-    stats_.peak_used = used_;
+    stats_.peak_used = used();
     stats_.peak_live = depth_;
-    serial_base_ = serial_;
+    numbered_base_ = released_ + depth_;
+    update_fast_end();  // the hot path stops at the peak of used(), restarted here
   }
 
   /// Fences the bound execution space instance (only that one, never the whole device). Kokkos
@@ -441,10 +460,15 @@ class BufferAllocator final {
   }
 
  private:
+  static constexpr std::size_t initial_mark_capacity = 32;
+  // The least alignment the hot path serves (types aligned up to it need no check there); every
+  // default alignment is above it. Allocators with a smaller one take acquire_slow throughout.
+  static constexpr std::size_t fast_alignment = 16;
+  // Live temporaries the Kokkos Tools reporter has room for at first (it grows in acquire_slow).
+  static constexpr std::size_t initial_report_capacity = 64;
+
   template <class>
   friend class AllocatorPool;
-
-  static constexpr std::size_t initial_id_capacity = 64;
 
   // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
   BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
@@ -458,10 +482,10 @@ class BufferAllocator final {
                  label_, "' with alignment = ", alignment_,
                  ": the alignment must be a power of two");
     const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
-    grow_ids(initial_id_capacity);
-    if (Impl::tool_loaded()) {
-      reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, id_capacity_);
+    if (Impl::tool_loaded()) {  // before anything decides the hot path: it is off with a tool
+      reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
     }
+    grow_marks(initial_mark_capacity);
     charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
     try {
       take_buffer(capacity, "kbuf::BufferAllocator");
@@ -523,6 +547,7 @@ class BufferAllocator final {
   struct Fallback {
     raw_view memory;
     std::size_t nbytes;
+    std::size_t depth;            // live temporaries before it: a reset to a lower depth frees it
     std::size_t owned_alignment;  // pass-through in HostSpace: operator new's alignment, else 0
   };
 
@@ -538,42 +563,149 @@ class BufferAllocator final {
     }
   }
 
-  // The hot path: carve `nbytes` (> 0) aligned to `a` (>= alignment_) out of the buffer, or
-  // serve a fallback. Nothing changes unless it succeeds. Inlined into every allocate (a call
-  // and its register saves were a tenth of a temporary's cost); what does not fit goes to the
-  // cold acquire_slow. Counters derived from the state (temporaries, peaks) are not kept here:
-  // statistics() and release_to() compute them.
-  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes, std::size_t a) {
-    if (depth_ == 0) {
-      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) return regrow_and_acquire(nbytes, a);
-    } else if (KBUF_IMPL_UNLIKELY(depth_ == id_capacity_)) {
-      grow_ids(2 * id_capacity_);
+  // A live temporary that made the need differ more or less from the offset (a fallback, an
+  // over-aligned temporary): the depth and extra_ before it, restored by a reset to below it.
+  struct Record {
+    std::size_t depth;
+    std::size_t extra;
+  };
+
+  // A recorded checkpoint: the temporary numbered `id` was the newest of `depth` live ones.
+  struct Mark {
+    std::size_t depth;
+    std::uint64_t id;
+  };
+
+  // How the hot path stays short, with every guarantee kept:
+  // - It runs only while fast_end_ != 0, which update_fast_end() decides whenever the state changes
+  //   otherwise than by the hot path itself: no live temporary has made the need differ from
+  //   the offset (records_ is empty: no fallback, no over-aligned temporary, so extra_ == 0),
+  //   no regrowth is pending, the alignment is at least fast_alignment, a checkpoint can be
+  //   recorded without allocating (marks_ is not full), the allocator is not in pass-through
+  //   mode, and no Kokkos Tools reporter is set (it reports in the cold paths only). The rest
+  //   goes to the cold acquire_slow.
+  // - It never sets a new peak: fast_end_ is the lowest of the buffer's end, the high-water mark
+  //   and the peak of used() (the need equals the offset here), so the peaks and the high-water
+  //   mark only move in acquire_slow, which updates them at once. A reset has none to fold.
+  // - Checkpoints are validated by what checkpoint() records (marks_), not by numbering every
+  //   temporary: temporaries' numbers are derived (released_ + depth_ for the newest).
+  // - The extent checks are one test (Impl::fast_byte_count), which also bounds the byte count
+  //   below 2^62 so that no address computed here can overflow.
+  // What is left per temporary: align the top, compare with the limit, store it, count it.
+  template <std::size_t TypeAlignment>
+  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes) {
+    // Below fast_alignment, fast_end_ is 0; beyond it, a type may be aligned beyond alignment_
+    // and pad more than the need's formula here assumes.
+    if constexpr (TypeAlignment > fast_alignment) {
+      if (KBUF_IMPL_UNLIKELY(align_mask_ < TypeAlignment - 1)) {
+        return acquire_slow(nbytes, TypeAlignment);
+      }
     }
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
-    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used_, a) - base);
-    if (KBUF_IMPL_UNLIKELY(start > capacity_ || nbytes > capacity_ - start)) {
-      return acquire_slow(nbytes, a);
-    }
-    void* p = base_ + start;
-    Impl::unpoison<MemorySpace>(p, nbytes);
-    used_ = start + nbytes;
-    // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
-    // type aligned beyond it pads at most (a - alignment_) bytes more. No overflow here: need_
-    // counts memory that is held, and nbytes fits in the buffer.
-    need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
-    if (need_ > hwm_) hwm_ = need_;
-    ids_[depth_++] = ++serial_;
-    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) report_acquired(p, nbytes);
-    return p;
+    // The base is aligned to alignment_, so aligning the address aligns the offset too.
+    const std::uintptr_t p = (top_ + align_mask_) & align_neg_;
+    const std::uintptr_t end = p + nbytes;
+    if (KBUF_IMPL_UNLIKELY(end > fast_end_)) return acquire_slow(nbytes, TypeAlignment);
+    top_ = end;
+    ++depth_;
+    void* q = reinterpret_cast<void*>(p);
+    Impl::unpoison<MemorySpace>(q, nbytes);
+    return q;
   }
 
-  // A temporary that does not fit: a fallback, or out_of_memory if even its need overflows.
-  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t a) {
-    const std::size_t need_start = Impl::align_up(need_, alignment_) + (a - alignment_);
+  // Whatever the hot path does not serve (fast_end_ is 0, the type is over-aligned, or the
+  // temporary does not fit): records room first, then regrows a pending buffer, carves, or
+  // serves a fallback. Nothing changes unless it succeeds.
+  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
+    const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
+    if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
+    try {
+      records_.reserve(records_.size() + 1);  // so that committing cannot fail
+    } catch (const std::bad_alloc&) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': no host memory left to record a temporary");
+    }
+    if (reporter_ != nullptr) reserve_reports();
+    if (depth_ == 0 && regrow_pending()) return regrow_and_acquire(nbytes, a);
+    return carve_or_fallback(nbytes, a);
+  }
+
+  // The general case: `nbytes` (> 0) aligned to `a` (>= alignment_) from the buffer with the
+  // need's worst-case padding, or a fallback, or out_of_memory if even its need overflows.
+  void* carve_or_fallback(std::size_t nbytes, std::size_t a) {
+    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+    const std::size_t used = this->used();
+    // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
+    // type aligned beyond it pads at most (a - alignment_) bytes more.
+    const std::size_t need_start = Impl::align_up(used + extra_, alignment_) + (a - alignment_);
+    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used, a) - base);
+    if (start <= capacity_ && nbytes <= capacity_ - start) {
+      // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
+      void* p = base_ + start;
+      Impl::unpoison<MemorySpace>(p, nbytes);
+      top_ = base + start + nbytes;
+      set_extra(need_start - start);  // >= 0: the need's padding is the worst case
+      ++depth_;
+      new_peaks();
+      if (reporter_ != nullptr) report_acquired(p, nbytes);
+      return p;
+    }
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
       throw_unsatisfiable(nbytes, a);
     }
     return commit_fallback(take_fallback(nbytes, a, need_start + nbytes), nbytes, a);
+  }
+
+  // A temporary whose extents fast_byte_count could not decide: the exact check (a bad extent
+  // or size: kbuf::logic_error, nothing changed), then the general path.
+  template <class DataType, class V, class... Extents>
+  KBUF_IMPL_COLD void* allocate_checked(Extents... extents) {
+    const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
+        [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
+    if (nbytes == 0) {
+      ++stats_.temporaries;
+      return nullptr;
+    }
+    return acquire_slow(nbytes, alignof(typename V::value_type));
+  }
+
+  bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
+
+  // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
+  // changes (room reserved in acquire_slow).
+  void set_extra(std::size_t extra) noexcept {
+    if (extra == extra_) return;
+    records_.push_back(Record{depth_, extra_});
+    extra_ = extra;
+  }
+
+  // After the need or used() grew in acquire_slow: the high-water mark and the peaks.
+  void new_peaks() noexcept {
+    const std::size_t used = this->used();
+    const std::size_t need = used + extra_;
+    if (need > hwm_) hwm_ = need;
+    if (used > stats_.peak_used) stats_.peak_used = used;
+    update_fast_end();
+  }
+
+  // The hot path's limit (see acquire): an address, or 0 for none. Called whenever what it
+  // depends on changes, except by the hot path and a reset that keeps it valid.
+  void update_fast_end() const noexcept {
+    // Pass-through and Kokkos Tools reporting take the cold path for every temporary (and
+    // every reset): folded in here, they cost the hot path nothing.
+    const bool fast = records_.empty() && nmarks_ != mark_capacity_ && !regrow_pending() &&
+                      alignment_ >= fast_alignment && !passthrough_ && reporter_ == nullptr;
+    std::size_t room = capacity_;
+    if (hwm_ < room) room = hwm_;
+    if (stats_.peak_used < room) room = stats_.peak_used;
+    fast_end_ = fast ? reinterpret_cast<std::uintptr_t>(base_) + room : 0;
+  }
+
+  std::size_t open_scope() noexcept {
+#if KBUF_ENABLE_DEBUG
+    return live_scopes_++;
+#else
+    return 0;
+#endif
   }
 
   // acquire() with a regrowth pending (empty allocator). What can fail comes before the old
@@ -584,7 +716,7 @@ class BufferAllocator final {
     if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
       throw_unsatisfiable(nbytes, a);
     }
-    if (passthrough_) return acquire_slow(nbytes, a);  // no buffer: every temporary falls back
+    if (passthrough_) return carve_or_fallback(nbytes, a);  // no buffer: it falls back
     const std::size_t capacity = regrow_capacity();
     raw_view spare;
     if (padding + nbytes > capacity) spare = take_fallback(nbytes, a, padding + nbytes);
@@ -598,33 +730,11 @@ class BufferAllocator final {
     const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
     if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
       drop_spare(spare, nbytes);
-      if (KBUF_IMPL_UNLIKELY(hwm_ > capacity_ || shrink_)) {
-        // A limit kept the buffer below the high-water mark: carve without regrowing.
-        return acquire_without_regrowth(nbytes, a);
-      }
-      return acquire(nbytes, a);  // carves it: no regrowth is pending now
+      // Carves it, or (when a limit kept the buffer below the high-water mark and it does not
+      // fit) serves a fallback; no regrowth is attempted again.
+      return carve_or_fallback(nbytes, a);
     }
     return commit_fallback(std::move(spare), nbytes, a);
-  }
-
-  // acquire() on an empty allocator whose buffer a limit keeps below the high-water mark:
-  // acquire() with the pending regrowth hidden, so that it carves (or takes a fallback).
-  KBUF_IMPL_COLD void* acquire_without_regrowth(std::size_t nbytes, std::size_t a) {
-    const std::size_t target = hwm_;
-    const bool shrink = shrink_;
-    hwm_ = capacity_;
-    shrink_ = false;
-    void* p = nullptr;
-    try {
-      p = acquire(nbytes, a);
-    } catch (...) {
-      if (target > hwm_) hwm_ = target;
-      shrink_ = shrink;
-      throw;
-    }
-    if (target > hwm_) hwm_ = target;
-    shrink_ = shrink;
-    return p;
   }
 
   // Frees a fallback taken for a temporary that did not need it.
@@ -649,7 +759,10 @@ class BufferAllocator final {
                     "': no host memory left to record a fallback of ", nbytes, " bytes");
     }
     if (KBUF_IMPL_UNLIKELY(!try_charge(nbytes))) {
-      if (need > hwm_) hwm_ = need;
+      if (need > hwm_) {
+        hwm_ = need;
+        update_fast_end();  // a regrowth may be pending now
+      }
       refuse_limit(nbytes, "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
     }
     raw_view memory;
@@ -717,12 +830,14 @@ class BufferAllocator final {
       Impl::poison<MemorySpace>(p + nbytes, memory.size() - front - nbytes);
     }
     const std::size_t owned = passthrough_owns_memory && passthrough_ ? a : 0;
-    fallbacks_.push_back(Fallback{std::move(memory), nbytes, owned});  // cannot throw: reserved
+    // Cannot throw: reserved.
+    fallbacks_.push_back(Fallback{std::move(memory), nbytes, depth_, owned});
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
-    need_ = Impl::align_up(need_, alignment_) + (a - alignment_) + nbytes;
-    if (need_ > hwm_) hwm_ = need_;
-    ids_[depth_++] = ++serial_;
+    const std::size_t used = this->used();
+    set_extra(Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used);
+    ++depth_;
+    new_peaks();
     if (reporter_ != nullptr) report_acquired(p, nbytes);
     return p;
   }
@@ -787,6 +902,8 @@ class BufferAllocator final {
     buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
     base_ = buffer_.data();
     capacity_ = capacity;
+    top_ = reinterpret_cast<std::uintptr_t>(base_);  // empty: used() == 0
+    update_fast_end();
     Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
   }
 
@@ -801,6 +918,8 @@ class BufferAllocator final {
     buffer_ = raw_view();
     base_ = nullptr;
     capacity_ = 0;
+    top_ = 0;
+    update_fast_end();
     try {
       take_buffer(capacity, call);
     } catch (const kbuf::out_of_memory&) {
@@ -839,50 +958,147 @@ class BufferAllocator final {
       replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
     }
     shrink_ = false;
+    update_fast_end();
   }
 
-  KBUF_IMPL_COLD void grow_ids(std::size_t n) {
-    std::unique_ptr<std::uint64_t[]> ids;
+  // Room for n marks. Called where allocating may throw (construction, acquire_slow), so that
+  // checkpoint() never has to: a full marks_ sets fast_end_ to 0, and the next allocate, the only
+  // way to a depth that needs a new mark, comes here first.
+  KBUF_IMPL_COLD void grow_marks(std::size_t n) {
+    std::unique_ptr<Mark[]> marks;
     try {
-      ids.reset(new std::uint64_t[n]);
-      if (reporter_ != nullptr) reporter_->grow(n, depth_);
+      marks.reset(new Mark[n]);
     } catch (const std::bad_alloc&) {
       KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': no host memory left to track ", n, " live temporaries");
+                    "': no host memory left to track ", n, " live checkpoints");
     }
-    for (std::size_t i = 0; i < depth_; ++i) ids[i] = ids_[i];
-    ids_ = std::move(ids);
-    id_capacity_ = n;
+    for (std::size_t i = 0; i < nmarks_; ++i) marks[i] = marks_[i];
+    marks_ = std::move(marks);
+    mark_capacity_ = n;
+    update_fast_end();
   }
 
+  // The number of the newest live temporary (depth_ > 0). After a reset to a checkpoint at
+  // depth d > 0 the newest mark is at d and names it; once a temporary is allocated after that
+  // (depth_ is greater), the newest of all is live.
+  std::uint64_t newest() const noexcept {
+    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
+    return released_ + depth_;
+  }
+
+  // Records the current point (depth_ > 0) for checkpoint() and returns the number of the
+  // newest live temporary. A mark at this depth is kept until a reset goes below it, so the
+  // point is the same as long as the mark is there. Marks are sorted by depth.
+  std::uint64_t mark() const noexcept {
+    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
+    const std::uint64_t id = released_ + depth_;  // allocated after the newest mark
+    marks_[nmarks_++] = Mark{depth_, id};         // room: see grow_marks
+    if (nmarks_ == mark_capacity_) fast_end_ = 0;
+    return id;
+  }
+
+  // The mark at `depth`, or nullptr.
+  const Mark* find_mark(std::size_t depth) const noexcept {
+    std::size_t lo = 0;
+    std::size_t hi = nmarks_;
+    while (lo < hi) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (marks_[mid].depth < depth) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo < nmarks_ && marks_[lo].depth == depth ? &marks_[lo] : nullptr;
+  }
+
+  // A checkpoint is valid while the mark checkpoint() left is there: a reset to a point below
+  // it removed it, and a later checkpoint at the same depth records another temporary's number.
   bool is_valid(const Checkpoint& cp) const noexcept {
-    return cp.owner_ == this && cp.depth_ <= depth_ &&
-           (cp.depth_ == 0 || ids_[cp.depth_ - 1] == cp.id_);
+    return cp.owner_ == this && is_valid_here(cp);
   }
 
+  // is_valid for a checkpoint of this allocator.
+  bool is_valid_here(const Checkpoint& cp) const noexcept {
+    if (cp.depth_ == 0) return true;
+    if (cp.depth_ > depth_) return false;
+    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == cp.depth_) {  // LIFO: the newest mark
+      return marks_[nmarks_ - 1].id == cp.id_;
+    }
+    const Mark* m = find_mark(cp.depth_);
+    return m != nullptr && m->id == cp.id_;
+  }
+
+  // The checkpoint's fields go by value to the cold functions: a reference would keep the
+  // whole checkpoint in memory on the hot path of every reset.
   void check_checkpoint(const Checkpoint& cp, const char* call) const {
-    KBUF_EXPECTS(cp.owner_ != nullptr, call, " on allocator '", label_,
-                 "': the checkpoint belongs to no allocator (it was default-constructed)");
-    KBUF_EXPECTS(cp.owner_ == this, call, " on allocator '", label_,
-                 "': the checkpoint belongs to another allocator (the one at ",
-                 static_cast<const void*>(cp.owner_), "; this one is at ",
-                 static_cast<const void*>(this), ")");
-    // The checkpoint's fields go by value: a reference would keep the whole checkpoint in
-    // memory on the hot path of every reset.
-    if (KBUF_IMPL_UNLIKELY(!is_valid(cp))) throw_released_checkpoint(cp.depth_, cp.id_, call);
+    if (KBUF_IMPL_UNLIKELY(cp.owner_ != this || !is_valid_here(cp))) {
+      refuse_checkpoint(cp.owner_, cp.depth_, cp.id_, call);
+    }
   }
 
-  // Precondition: cp is valid. Never resizes.
+  // Raises the kbuf::logic_error for a checkpoint that check_checkpoint refused.
+  [[noreturn]] KBUF_IMPL_COLD void refuse_checkpoint(const BufferAllocator* owner,
+                                                     std::size_t depth, std::uint64_t id,
+                                                     const char* call) const {
+    KBUF_EXPECTS(owner != nullptr, call, " on allocator '", label_,
+                 "': the checkpoint belongs to no allocator (it was default-constructed)");
+    KBUF_EXPECTS(owner == this, call, " on allocator '", label_,
+                 "': the checkpoint belongs to another allocator (the one at ",
+                 static_cast<const void*>(owner), "; this one is at ",
+                 static_cast<const void*>(this), ")");
+    throw_released_checkpoint(depth, id, call);
+  }
+
+  // Precondition: cp is valid. Never resizes. With the hot path on (fast_end_ != 0), no record
+  // and no fallback is live, nothing is reported to Kokkos Tools, and the peaks were set as they
+  // grew (acquire_slow): nothing but the offset, the depth and the marks above cp change, and
+  // the limit holds.
   void release_to(const Checkpoint& cp) noexcept {
-    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) report_released(cp.depth_);
-    if (used_ > stats_.peak_used) stats_.peak_used = used_;  // peaks end here
-    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
-    Impl::release_bytes<MemorySpace>(exec_, base_ + cp.used_, used_ - cp.used_);
-    if (fallbacks_.size() > cp.nfallbacks_) free_fallbacks(cp.nfallbacks_);
-    depth_ = cp.depth_;
-    used_ = cp.used_;
-    need_ = cp.need_;
+    // Resetting to empty (every scope that is not nested) is the usual case: spelled out, it
+    // costs a few instructions less.
+    if (cp.depth_ == 0) {
+      release_to_point(0, 0);
+    } else {
+      release_to_point(cp.depth_, cp.used_);
+    }
+  }
+
+  KBUF_IMPL_ALWAYS_INLINE void release_to_point(std::size_t depth, std::size_t used) noexcept {
+    if (KBUF_IMPL_UNLIKELY(fast_end_ == 0)) return release_slow(depth, used);
+    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;  // the depth's peak ends here
+    Impl::release_bytes<MemorySpace>(exec_, base_ + used, this->used() - used);
+    if (depth == 0) {
+      nmarks_ = 0;
+    } else {
+      while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > depth) --nmarks_;
+    }
+    released_ += depth_ - depth;
+    depth_ = depth;
+    top_ = reinterpret_cast<std::uintptr_t>(base_) + used;
     ++stats_.resets;
+  }
+
+  // release_to with the hot path off: also reports the releases to Kokkos Tools, frees the
+  // fallbacks above cp (after a fence of the bound instance, giving their bytes back to the
+  // limits), restores extra_, and decides the limit again.
+  KBUF_IMPL_COLD void release_slow(std::size_t cp_depth, std::size_t cp_used) noexcept {
+    if (reporter_ != nullptr) report_released(cp_depth);
+    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
+    Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
+    std::size_t keep = fallbacks_.size();
+    while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
+    if (keep != fallbacks_.size()) free_fallbacks(keep);
+    while (!records_.empty() && records_.back().depth >= cp_depth) {
+      extra_ = records_.back().extra;
+      records_.pop_back();
+    }
+    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp_depth) --nmarks_;
+    released_ += depth_ - cp_depth;
+    depth_ = cp_depth;
+    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp_used;
+    ++stats_.resets;
+    update_fast_end();
   }
 
   // Kokkos Tools: the newest temporary is [p, p + nbytes); the ones above depth `depth` are
@@ -892,6 +1108,19 @@ class BufferAllocator final {
   }
   KBUF_IMPL_COLD void report_released(std::size_t depth) noexcept {
     reporter_->released(depth_, depth);
+  }
+
+  // Room in the reporter for the temporary about to be counted at depth_ (before anything
+  // changes: it may fail).
+  void reserve_reports() {
+    if (depth_ < reporter_->capacity()) return;
+    try {
+      reporter_->grow(2 * depth_, depth_);
+    } catch (const std::bad_alloc&) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': no host memory left to report ", depth_ + 1,
+                    " live temporaries to Kokkos Tools");
+    }
   }
 
   // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
@@ -919,11 +1148,11 @@ class BufferAllocator final {
                                      ") destroyed out of LIFO order; end scopes in the reverse "
                                      "order of their creation"));
     }
+    --live_scopes_;
 #else
     (void)index;
 #endif
-    --live_scopes_;
-    if (is_valid(cp)) release_to(cp);
+    if (is_valid_here(cp)) release_to(cp);  // a scope's checkpoint is this allocator's
   }
 
   void fence_noexcept() noexcept {
@@ -946,10 +1175,18 @@ class BufferAllocator final {
                               Impl::count_of{cp_depth, "temporary", "temporaries"}, " live, and ",
                               Impl::count_of{depth_, "is", "are"}, " live now", advice);
     }
+    // The temporary at its place: the newest, or one a later checkpoint recorded.
+    std::uint64_t holder = 0;
+    if (cp_depth == depth_) {
+      holder = newest();
+    } else if (const Mark* m = find_mark(cp_depth)) {
+      holder = m->id;
+    }
+    const std::string now =
+        holder != 0 ? Impl::concat("temporary #", holder) : std::string("a later temporary");
     Impl::throw_logic_error(head, "temporary #", cp_id, ", the newest when it was taken (of ",
                             Impl::count_of{cp_depth, "live temporary", "live temporaries"},
-                            "), has been released, and temporary #", ids_[cp_depth - 1],
-                            " holds its place now", advice);
+                            "), has been released, and ", now, " holds its place now", advice);
   }
 
   template <class DataType, class V, class... Extents>
@@ -965,25 +1202,32 @@ class BufferAllocator final {
 
   execution_space exec_;
   std::size_t alignment_;
+  std::uintptr_t align_mask_ = alignment_ - 1;
+  std::uintptr_t align_neg_ = ~align_mask_;
   std::string label_;
   raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
   std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
-  std::size_t used_ = 0;   // offset of the end of the newest carved temporary
-  std::size_t need_ = 0;   // bytes everything live would take if carved (worst-case padding)
-  std::size_t hwm_ = 0;    // peak need_, or what sizehint set
+  std::uintptr_t top_ = 0;        // address of the end of the newest carved temporary (used())
+  mutable std::uintptr_t fast_end_ = 0;  // the hot path's end, or 0: see update_fast_end()
+  std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case
+                           // padding) minus used()
+  std::size_t hwm_ = 0;    // peak need up to the last reset (or what sizehint set)
   bool shrink_ = false;    // sizehint(n, true) asked the next regrowth to shrink too
-  std::vector<Fallback> fallbacks_;
-  // Serial numbers of the live temporaries, oldest first: a checkpoint is still valid when the
-  // temporary that was newest when it was taken is still live at the same depth.
-  std::unique_ptr<std::uint64_t[]> ids_;
-  std::size_t id_capacity_ = 0;
-  std::size_t depth_ = 0;
-  std::uint64_t serial_ = 0;
-  std::uint64_t serial_base_ = 0;  // serial_ when the measurement region began (reset_peaks)
+  std::vector<Fallback> fallbacks_;  // live fallbacks, oldest first
+  std::vector<Record> records_;      // see Record, oldest first
+  std::size_t depth_ = 0;            // live temporaries, zero-sized ones aside
+  std::uint64_t released_ = 0;       // temporaries released so far (zero-sized ones aside)
+  // Recorded checkpoints (sorted by depth), and room for at least one more whenever a new one
+  // may be needed (see grow_marks).
+  mutable std::unique_ptr<Mark[]> marks_;
+  mutable std::size_t nmarks_ = 0;
+  std::size_t mark_capacity_ = 0;
   std::size_t live_scopes_ = 0;
   Statistics stats_;
+  std::uint64_t numbered_base_ = 0;  // released_ + depth_ when the measurement region began
+                                     // (reset_peaks)
   std::size_t limit_ = Impl::SharedBudget::no_limit;
   std::size_t fallback_held_ = 0;          // bytes of the fallbacks held (live or being taken)
   Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none

@@ -2,7 +2,8 @@
 #define KBUF_IMPL_EXTENTS_HPP
 
 /// @file
-/// The byte count of a temporary, checked: one inlined helper for `allocate`'s hot path, and
+/// The byte count of a temporary, checked: a one-test helper for `allocate`'s hot path
+/// (`fast_byte_count`), the exact check for what it cannot decide (`checked_byte_count`), and
 /// one cold function that says what was wrong. Not part of the API.
 
 #include <cstddef>
@@ -103,12 +104,64 @@ template <class DataType, class View, class... Extents>
   throw_logic_error(head, why);
 }
 
+/// ceil(log2(n)) for n >= 1.
+constexpr unsigned ceil_log2(std::size_t n) noexcept {
+  unsigned bits = 0;
+  while (bits < 64 && (std::size_t{1} << bits) < n) ++bits;
+  return bits;
+}
+
+/// The bound of `fast_byte_count`'s single test: every runtime extent below 2^bits. Chosen so
+/// that the product of `N` such extents and the bytes per entry stays below 2^62 (so that no
+/// size computed on the hot path can overflow, nor an address computed from it), and so that a
+/// View keeping its extents in 32 bits holds each of them.
+template <class DataType, class View, std::size_t N>
+constexpr unsigned fast_extent_bits() noexcept {
+  using T = typename View::value_type;
+  constexpr unsigned entry_bits = ceil_log2(static_extent_product<DataType>::value * sizeof(T));
+  constexpr unsigned bits = entry_bits >= 62 ? 0 : static_cast<unsigned>((62 - entry_bits) / N);
+  if constexpr (extents_held_in_32_bits<View>) {
+    return bits < 32 ? bits : 32;
+  } else {
+    return bits;
+  }
+}
+
+/// The hot path's extent check: true, with the byte count in `nbytes`, when every runtime extent
+/// is below 2^fast_extent_bits; false otherwise, and `checked_byte_count` must decide. One OR of
+/// the extents and one shift: an extent cast to 64 bits unsigned is large when it was negative
+/// (an `int` of -1 becomes 2^64 - 1), so one unsigned comparison checks the sign, the width the
+/// View can hold and the overflow of the size at once. Extents wider than 64 bits always take
+/// the exact check.
+template <class DataType, class View, class... Extents>
+KBUF_IMPL_ALWAYS_INLINE bool fast_byte_count(std::size_t& nbytes, Extents... extents) noexcept {
+  using T = typename View::value_type;
+  constexpr std::size_t n = sizeof...(Extents);
+  constexpr std::size_t entry = static_extent_product<DataType>::value * sizeof(T);
+  if constexpr (ceil_log2(entry) >= 62 || !((sizeof(Extents) <= sizeof(std::uint64_t)) && ...)) {
+    return false;
+  } else if constexpr (n == 0) {
+    nbytes = entry;
+    return true;
+  } else {
+    constexpr unsigned bits = fast_extent_bits<DataType, View, n>();
+    if (KBUF_IMPL_UNLIKELY(((static_cast<std::uint64_t>(extents) | ...) >> bits) != 0)) {
+      return false;
+    }
+    std::size_t product = entry;
+    ((product *= static_cast<std::size_t>(extents)), ...);
+    nbytes = product;
+    return true;
+  }
+}
+
 /// The size in bytes of a temporary of `DataType` (a View of type `View`) with these runtime
 /// extents. Calls `refuse(extents...)`, which must not return, for what `allocate` refuses: a
 /// negative extent; an extent of 2^32 or more where the View keeps extents in 32 bits
 /// (`extents_held_in_32_bits`); a size that overflows `size_t`, unless an extent is zero (the
 /// size is 0 then, whatever the others multiply to). Inlined into every `allocate`: a few
 /// compares and multiplications; `refuse` is the cold path (`throw_bad_extents` says which).
+/// `allocate` calls it only when `fast_byte_count` could not decide.
 template <class DataType, class View, class Refuse, class... Extents>
 KBUF_IMPL_ALWAYS_INLINE std::size_t checked_byte_count(const Refuse& refuse, Extents... extents) {
   using T = typename View::value_type;

@@ -21,7 +21,8 @@ inline bool tool_loaded() noexcept { return Kokkos::Profiling::profileLibraryLoa
 
 /// The reporting of one allocator: the space handle, and the address and size of every live
 /// temporary (a tool is told the same pointer and size at the release), by depth. Exists only
-/// while a tool is loaded, so that the allocator keeps no such records otherwise.
+/// while a tool is loaded, so that the allocator keeps no such records otherwise. It has room
+/// for `capacity()` live temporaries; the allocator grows it before a deeper one is acquired.
 class TemporaryReporter {
  public:
   /// For the allocator labelled `label`, with room for `capacity` live temporaries.
@@ -39,7 +40,11 @@ class TemporaryReporter {
     std::unique_ptr<Record[]> records(new Record[capacity]);
     for (std::size_t i = 0; i < live; ++i) records[i] = records_[i];
     records_ = std::move(records);
+    capacity_ = capacity;
   }
+
+  /// Live temporaries there is room for.
+  std::size_t capacity() const noexcept { return capacity_; }
 
   /// The temporary at `depth` (0 for the oldest live one) is [p, p + nbytes).
   void acquired(std::size_t depth, const void* p, std::size_t nbytes) noexcept {
@@ -70,6 +75,7 @@ class TemporaryReporter {
   // buffer, reporting allocates no heap memory. The space names the allocator.
   std::string name_;
   std::unique_ptr<Record[]> records_;
+  std::size_t capacity_ = 0;
 };
 
 }  // namespace Impl

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# kbuf's cost guard: a kbuf temporary must take no more instructions than a
+# std::pmr::monotonic_buffer_resource one. Instruction counts (valgrind's callgrind) are
+# deterministic where times on a shared machine are not, so this can run in CI.
+#
+#   scripts/check-instructions.sh
+#
+# Builds kbuf-bench alone (Release, no tensor parts, no tests) and runs, under callgrind, the
+# round section (a scope and 8 temporaries of ranks 1-4) and the pair section (one checkpoint,
+# temporary and reset) for kbuf and pmr-monotonic: `kbuf-bench --profile SECTION:STRATEGY:N`
+# for N = 0 and N = ROUNDS, the difference divided by the temporaries, so start-up and set-up
+# cancel out (bench/count_instructions.sh does the same for every strategy). Fails if kbuf
+# needs more instructions per temporary than pmr-monotonic in either section.
+#
+# Installs valgrind with apt-get when missing. Environment:
+#   KBUF_INSTR_BUILD   build folder (default: build-ci-instructions in the repository)
+#   KBUF_INSTR_ROUNDS  rounds per count (default 2000)
+#   KBUF_CMAKE_ARGS    extra CMake arguments (e.g. -DKokkos_ROOT=...)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=${KBUF_INSTR_BUILD:-$PWD/build-ci-instructions}
+rounds=${KBUF_INSTR_ROUNDS:-2000}
+read -r -a extra_cmake <<<"${KBUF_CMAKE_ARGS:-}"
+
+scripts/install-deps.sh valgrind
+start=$SECONDS
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF -DKBUF_ENABLE_KERNELS=OFF \
+  -DKBUF_ENABLE_EXAMPLES=OFF -DKBUF_ENABLE_BENCHMARKS=ON "${extra_cmake[@]}" >/dev/null
+nice cmake --build "$build" --target kbuf-bench -j "$(nproc)" >/dev/null
+bench="$build/bench/kbuf-bench"
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# One host thread: an OpenMP default execution space would add its idle threads' instructions.
+export OMP_NUM_THREADS=1
+
+total() {  # total SECTION STRATEGY N -> instructions of the whole run
+  valgrind --tool=callgrind --callgrind-out-file="$tmp/out" "$bench" --profile "$1:$2:$3" \
+    >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; exit 1; }
+  sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$tmp/out"
+}
+
+per_temp() {  # per_temp SECTION STRATEGY TEMPS_PER_ROUND -> instructions per temporary
+  local z n
+  z=$(total "$1" "$2" 0)
+  n=$(total "$1" "$2" "$rounds")
+  awk -v n="$n" -v z="$z" -v r="$rounds" -v t="$3" 'BEGIN { printf "%.2f", (n - z) / (r * t) }'
+}
+
+failed=0
+echo "== instructions per temporary (callgrind, $rounds rounds)"
+for spec in round:8 pair:1; do
+  section=${spec%%:*}
+  per=${spec##*:}
+  k=$(per_temp "$section" kbuf "$per")
+  p=$(per_temp "$section" pmr-monotonic "$per")
+  verdict=ok
+  if awk -v k="$k" -v p="$p" 'BEGIN { exit !(k > p) }'; then
+    verdict="FAILED: kbuf needs more than pmr-monotonic"
+    failed=1
+  fi
+  printf '  %-6s kbuf %8s   pmr-monotonic %8s   %s\n' "$section" "$k" "$p" "$verdict"
+done
+echo "== check-instructions: $((SECONDS - start)) s"
+exit "$failed"
