@@ -602,8 +602,7 @@ int main(int argc, char* argv[]) {
     char line[256];
     std::snprintf(line, sizeof line, "kokkos=%s backend=%s reps=%zu min_sample_ms=%.3f%s",
                   kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str(), KBUF_BACKEND_NAME,
-                  o.timing.repetitions, o.timing.min_sample_seconds * 1e3,
-                  o.quick ? " quick" : "");
+                  o.timing.repetitions, o.timing.min_sample_seconds * 1e3, o.quick ? " quick" : "");
     c.csv.comment(line);
     c.csv.header();
   }

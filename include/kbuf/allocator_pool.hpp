@@ -212,11 +212,12 @@ class AllocatorPool final {
 #if KBUF_ENABLE_DEBUG
     for (const auto& slot : slots) {
       if (!slot->alloc.empty()) {
-        Impl::debug_abort(Impl::concat(
-            "kbuf::AllocatorPool '", label_, "' (", static_cast<const void*>(this),
-            ") destroyed while its allocator '", slot->alloc.label(), "' holds ",
-            slot->alloc.checkpoint().depth(), " live temporaries; end every thread's use of "
-            "the pool before destroying it"));
+        Impl::debug_abort(Impl::concat("kbuf::AllocatorPool '", label_, "' (",
+                                       static_cast<const void*>(this),
+                                       ") destroyed while its allocator '", slot->alloc.label(),
+                                       "' holds ", slot->alloc.checkpoint().depth(),
+                                       " live temporaries; end every thread's use of "
+                                       "the pool before destroying it"));
       }
     }
 #endif
@@ -290,16 +291,26 @@ class AllocatorPool final {
     budget_.set_limit(nbytes, "kbuf::AllocatorPool::limit", "pool '" + label_ + "'");
   }
   /// The combined limit (`SIZE_MAX`: none).
-  [[nodiscard]] std::size_t limit() const noexcept { return budget_.limit(); }
+  [[nodiscard]] std::size_t limit() const noexcept {
+    return budget_.limit();
+  }
   /// Bytes the pool's allocators hold together now (buffers and live fallbacks).
-  [[nodiscard]] std::size_t held() const { return budget_.held(); }
+  [[nodiscard]] std::size_t held() const {
+    return budget_.held();
+  }
 
   /// The pool's label.
-  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+  [[nodiscard]] const std::string& label() const noexcept {
+    return label_;
+  }
   /// The alignment of its allocators.
-  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+  [[nodiscard]] std::size_t alignment() const noexcept {
+    return alignment_;
+  }
   /// The execution space instance its allocators are bound to.
-  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept {
+    return exec_;
+  }
 
  private:
   friend struct Impl::PoolTestAccess;
@@ -332,8 +343,8 @@ class AllocatorPool final {
         number = made_number_++;  // names it; a failure below leaves a gap in the numbers
       }
       // Made outside the lock: a buffer allocation may take long (and fence).
-      auto made = std::make_unique<Slot>(exec_, label_ + "[" + std::to_string(number) + "]", sizehint_,
-                                         alignment_, this);
+      auto made = std::make_unique<Slot>(exec_, label_ + "[" + std::to_string(number) + "]",
+                                         sizehint_, alignment_, this);
       slot = made.get();
       std::lock_guard<std::mutex> lock(shared_->mutex);
       slots_.reserve(slots_.size() + 1);

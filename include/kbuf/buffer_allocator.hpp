@@ -24,9 +24,9 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
-#include <kbuf/impl/view_traits.hpp>
 #include <kbuf/impl/passthrough.hpp>
 #include <kbuf/impl/tools.hpp>
+#include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
 
@@ -180,7 +180,8 @@ class BufferAllocator final {
     if (live_scopes_ != 0) {
       Impl::debug_abort(Impl::concat("kbuf::BufferAllocator '", label_, "' (",
                                      static_cast<const void*>(this), ") destroyed while ",
-                                     live_scopes_, " of its scopes are live; end every scope "
+                                     live_scopes_,
+                                     " of its scopes are live; end every scope "
                                      "before its allocator"));
     }
 #endif
@@ -293,14 +294,20 @@ class BufferAllocator final {
 
   /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
   /// next `allocate`.
-  void reset() { release_to(Checkpoint(this, 0, 0, 0)); }
+  void reset() {
+    release_to(Checkpoint(this, 0, 0, 0));
+  }
 
   /// A scope that resets to the current checkpoint when it is destroyed:
   /// `{ auto s = alloc.scope(); auto t = alloc.allocate<double*>(n); ... }`.
-  [[nodiscard]] Scope scope() noexcept { return Scope(*this); }
+  [[nodiscard]] Scope scope() noexcept {
+    return Scope(*this);
+  }
 
   /// Bytes in the buffer.
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
+  [[nodiscard]] std::size_t capacity() const noexcept {
+    return capacity_;
+  }
   /// Bytes of the buffer in use, alignment padding included.
   [[nodiscard]] std::size_t used() const noexcept {
     return static_cast<std::size_t>(top_ - reinterpret_cast<std::uintptr_t>(base_));
@@ -312,15 +319,25 @@ class BufferAllocator final {
     return need > hwm_ ? need : hwm_;
   }
   /// True when no temporary is live (fallbacks included).
-  [[nodiscard]] bool empty() const noexcept { return depth_ == 0; }
+  [[nodiscard]] bool empty() const noexcept {
+    return depth_ == 0;
+  }
   /// The minimum alignment of every temporary's address, in bytes.
-  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+  [[nodiscard]] std::size_t alignment() const noexcept {
+    return alignment_;
+  }
   /// The execution space instance the allocator is bound to.
-  [[nodiscard]] const execution_space& execution_space_instance() const noexcept { return exec_; }
+  [[nodiscard]] const execution_space& execution_space_instance() const noexcept {
+    return exec_;
+  }
   /// The label of the allocator's Kokkos allocations.
-  [[nodiscard]] const std::string& label() const noexcept { return label_; }
+  [[nodiscard]] const std::string& label() const noexcept {
+    return label_;
+  }
   /// Number of live fallback allocations.
-  [[nodiscard]] std::size_t live_fallbacks() const noexcept { return fallbacks_.size(); }
+  [[nodiscard]] std::size_t live_fallbacks() const noexcept {
+    return fallbacks_.size();
+  }
 
   /// True when the memory of `v` (any view, subviews included) lies inside memory this
   /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
@@ -416,15 +433,20 @@ class BufferAllocator final {
   void limit(std::size_t nbytes) {
     KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",
                  label_, "': it holds ", held(), " bytes (a buffer of ", capacity_, " and ",
-                 fallback_held_, " in live fallbacks); a limit cannot be set below what is held "
+                 fallback_held_,
+                 " in live fallbacks); a limit cannot be set below what is held "
                  "(resize the buffer or release the fallbacks first)");
     limit_ = nbytes;
     update_fast_end();
   }
   /// The most bytes the allocator may hold (`SIZE_MAX`: no limit).
-  [[nodiscard]] std::size_t limit() const noexcept { return limit_; }
+  [[nodiscard]] std::size_t limit() const noexcept {
+    return limit_;
+  }
   /// The bytes held against the limit: `capacity()` plus the bytes of the live fallbacks.
-  [[nodiscard]] std::size_t held() const noexcept { return capacity_ + fallback_held_; }
+  [[nodiscard]] std::size_t held() const noexcept {
+    return capacity_ + fallback_held_;
+  }
 
   /// True in pass-through mode, chosen when the allocator was made: the environment variable
   /// `KBUF_PASSTHROUGH=1` (or `0`), else the CMake option of the same name. Every temporary is
@@ -436,7 +458,9 @@ class BufferAllocator final {
   /// slower: there is no buffer (`capacity()` stays 0, `resize` keeps none), and
   /// `statistics()` counts every temporary as a fallback. The high-water mark and limits work
   /// as usual.
-  [[nodiscard]] bool passthrough() const noexcept { return passthrough_; }
+  [[nodiscard]] bool passthrough() const noexcept {
+    return passthrough_;
+  }
 
   /// Starts a new measurement region: every counter of `statistics()` restarts from zero and
   /// the peaks from what is live now. The high-water mark (the growth target) is kept.
@@ -529,8 +553,8 @@ class BufferAllocator final {
     }
     KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
                   " bytes would pass the combined limit of ", budget_->limit(),
-                  " bytes of its pool: its allocators hold ", budget_->held(),
-                  " bytes (this one ", held_now, ")");
+                  " bytes of its pool: its allocators hold ", budget_->held(), " bytes (this one ",
+                  held_now, ")");
   }
 
   // The largest buffer the limits leave room for, given the fallbacks held.
@@ -668,7 +692,9 @@ class BufferAllocator final {
     return acquire_slow(nbytes, alignof(typename V::value_type));
   }
 
-  bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
+  bool regrow_pending() const noexcept {
+    return hwm_ > capacity_ || shrink_;
+  }
 
   // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
   // changes (room reserved in acquire_slow).
@@ -767,10 +793,10 @@ class BufferAllocator final {
     }
     raw_view memory;
     try {
-      memory = passthrough_ ? take_exact(nbytes, a)
-                            : allocate_raw(nbytes + (a - 1), "::fallback",
-                                           "kbuf::BufferAllocator::allocate", "a fallback of",
-                                           nbytes);
+      memory = passthrough_
+                   ? take_exact(nbytes, a)
+                   : allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
+                                  "a fallback of", nbytes);
     } catch (...) {
       uncharge(nbytes);
       throw;
@@ -843,7 +869,8 @@ class BufferAllocator final {
   }
 
   static void expect_initialized(const char* call) {
-    KBUF_EXPECTS(Kokkos::is_initialized(), call, ": Kokkos is not initialized (is_initialized() "
+    KBUF_EXPECTS(Kokkos::is_initialized(), call,
+                 ": Kokkos is not initialized (is_initialized() "
                  "is false: before Kokkos::initialize or after Kokkos::finalize). Make allocators "
                  "between the two, e.g. under a Kokkos::ScopeGuard in main, not as globals or "
                  "statics: an allocator holds an execution space instance, and Kokkos 5.1 "
@@ -890,7 +917,7 @@ class BufferAllocator final {
         allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
     std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
     if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
-                                                        // past a 256-aligned header
+                                                         // past a 256-aligned header
       // Free and retry with slack once; later buffers take the slack at once, because every
       // free of device memory synchronises the device (cudaFree, hipFree).
       raw = raw_view();
@@ -1167,8 +1194,8 @@ class BufferAllocator final {
   [[noreturn]] KBUF_IMPL_COLD void throw_released_checkpoint(std::size_t cp_depth,
                                                              std::uint64_t cp_id,
                                                              const char* call) const {
-    const std::string head = Impl::concat(
-        call, " on allocator '", label_, "': the checkpoint was released by an earlier reset; ");
+    const std::string head = Impl::concat(call, " on allocator '", label_,
+                                          "': the checkpoint was released by an earlier reset; ");
     const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
     if (cp_depth > depth_) {
       Impl::throw_logic_error(head, "it was taken with ",
@@ -1205,7 +1232,7 @@ class BufferAllocator final {
   std::uintptr_t align_mask_ = alignment_ - 1;
   std::uintptr_t align_neg_ = ~align_mask_;
   std::string label_;
-  raw_view buffer_;               // capacity_ bytes at an address aligned to alignment_
+  raw_view buffer_;                // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
   std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
@@ -1229,9 +1256,9 @@ class BufferAllocator final {
   std::uint64_t numbered_base_ = 0;  // released_ + depth_ when the measurement region began
                                      // (reset_peaks)
   std::size_t limit_ = Impl::SharedBudget::no_limit;
-  std::size_t fallback_held_ = 0;          // bytes of the fallbacks held (live or being taken)
+  std::size_t fallback_held_ = 0;         // bytes of the fallbacks held (live or being taken)
   Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
-  bool passthrough_ = Impl::passthrough_requested();  // read once, when the allocator is made
+  bool passthrough_ = Impl::passthrough_requested();   // read once, when the allocator is made
   std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
                                                        // construction: every temporary reported
   std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's

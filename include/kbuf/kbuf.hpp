@@ -5,12 +5,12 @@
 /// kbuf: a buffer allocator that serves short-lived temporaries of Kokkos applications as
 /// unmanaged Views carved out of one preallocated, growable buffer.
 
+#include <kbuf/allocator_pool.hpp>
+#include <kbuf/buffer_allocator.hpp>
 #include <kbuf/config.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/kokkos_version.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
-#include <kbuf/buffer_allocator.hpp>
-#include <kbuf/allocator_pool.hpp>
-#include <kbuf/impl/kokkos_version.hpp>
 
 #endif  // KBUF_KBUF_HPP

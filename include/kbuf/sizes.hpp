@@ -30,7 +30,9 @@ inline std::size_t page_size() noexcept {
 }
 
 /// True when `n` is a power of two (0 is not).
-constexpr bool is_power_of_two(std::size_t n) noexcept { return n != 0 && (n & (n - 1)) == 0; }
+constexpr bool is_power_of_two(std::size_t n) noexcept {
+  return n != 0 && (n & (n - 1)) == 0;
+}
 
 /// The capacity a buffer for `nbytes` gets: 0 for 0; the next power of two up to one page;
 /// above a page, `nbytes` rounded up to a whole number of pages.

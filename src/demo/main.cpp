@@ -174,8 +174,9 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       bad_option("unknown option '" + std::string(argv[i]) + "'");
     }
   }
-  if (o.bonds.empty()) o.bonds = o.threads != 0 ? std::vector<std::size_t>{16, 32}
-                                                 : std::vector<std::size_t>{8, 16, 32, 64};
+  if (o.bonds.empty())
+    o.bonds =
+        o.threads != 0 ? std::vector<std::size_t>{16, 32} : std::vector<std::size_t>{8, 16, 32, 64};
   return o;
 }
 
@@ -214,7 +215,9 @@ const char* gemm_backend() {
 using kbuf_bench::clock_type;
 using kbuf_bench::seconds_since;
 
-double median(std::vector<double> v) { return kbuf_bench::summarize(std::move(v)).median; }
+double median(std::vector<double> v) {
+  return kbuf_bench::summarize(std::move(v)).median;
+}
 
 struct Row {
   std::size_t bond, phys;
@@ -272,7 +275,6 @@ void print_row(const Row& r) {
   std::fflush(stdout);
 }
 
-
 // ---- What the sizes need -------------------------------------------------------------------
 
 std::string gib(double bytes) {
@@ -301,8 +303,8 @@ double available_bytes() {
 }
 
 struct Need {
-  double big;       // one D x d x d x D tensor (HRAA and the largest intermediates)
-  double network;   // rhoL, A1, A2, rhoR, H
+  double big;      // one D x d x d x D tensor (HRAA and the largest intermediates)
+  double network;  // rhoL, A1, A2, rhoR, H
   double total;
 };
 
@@ -333,11 +335,12 @@ bool check_memory(const Options& o) {
   bool fits = true;
   for (std::size_t bond : o.bonds) {
     const Need n = memory_need(bond, o.phys, sizeof(T), networks);
-    std::printf("memory:  D = %zu, d = %zu, %s: about %s (%s per D*d*d*D tensor, %s per "
-                "network, %zu network%s)%s%s\n",
-                bond, o.phys, type_name<T>(), gib(n.total).c_str(), gib(n.big).c_str(),
-                gib(n.network).c_str(), networks, networks == 1 ? "" : "s",
-                available > 0 ? " of " : "", available > 0 ? (gib(available) + " available").c_str() : "");
+    std::printf(
+        "memory:  D = %zu, d = %zu, %s: about %s (%s per D*d*d*D tensor, %s per "
+        "network, %zu network%s)%s%s\n",
+        bond, o.phys, type_name<T>(), gib(n.total).c_str(), gib(n.big).c_str(),
+        gib(n.network).c_str(), networks, networks == 1 ? "" : "s", available > 0 ? " of " : "",
+        available > 0 ? (gib(available) + " available").c_str() : "");
     if (available > 0 && n.total > available) {
       std::fprintf(stderr,
                    "kbuf-demo: D = %zu, d = %zu (%s%s) needs about %.0f bytes (%s): one D*d*d*D "
@@ -471,34 +474,36 @@ constexpr bool serial_kernels_race =
 template <class T>
 int run_threads(Options o) {
   if (serial_kernels_race && o.threads > 1) {
-    std::printf("kbuf-demo: --threads %zu: Kokkos %s's Serial backend shares one scratch buffer\n"
-                "           between all kernels without a lock (fixed in Kokkos 3.5), so kernels\n"
-                "           dispatched from several host threads at once race: running 1 thread.\n\n",
-                o.threads, kokkos_version().c_str());
+    std::printf(
+        "kbuf-demo: --threads %zu: Kokkos %s's Serial backend shares one scratch buffer\n"
+        "           between all kernels without a lock (fixed in Kokkos 3.5), so kernels\n"
+        "           dispatched from several host threads at once race: running 1 thread.\n\n",
+        o.threads, kokkos_version().c_str());
     o.threads = 1;
   }
-  std::printf("threads: contractions of HRAA and E per second of wall time, %zu host thread%s at "
-              "most;\n"
-              "         every thread contracts its own network (own data, own HRAA) on its own\n"
-              "         execution space instance where Kokkos makes them (instances: partition =\n"
-              "         Kokkos::Experimental::partition_space(%s(), 1, ..., 1); default = the\n"
-              "         default instance for every thread) and takes its temporaries from its own\n"
-              "         allocator out of its instance's kbuf::AllocatorPool (kbuf) or from fresh\n"
-              "         managed Views allocated on its instance; after 3 warm-up contractions\n"
-              "         each, the threads start together and each fences its own instance after\n"
-              "         every contraction; best of 3 interleaved runs of reps contractions per\n"
-              "         thread. scaling = contractions/s over the same strategy's on one\n"
-              "         thread; speed-up = over View(init) at the same thread count.\n"
-              "         host concurrency: %d (Kokkos %s), hardware threads: %u\n\n",
-              o.threads, o.threads == 1 ? "" : "s", exec_space::name(),
-              kbuf::default_execution_space().concurrency(),
-              kbuf::default_execution_space::name(), std::thread::hardware_concurrency());
+  std::printf(
+      "threads: contractions of HRAA and E per second of wall time, %zu host thread%s at "
+      "most;\n"
+      "         every thread contracts its own network (own data, own HRAA) on its own\n"
+      "         execution space instance where Kokkos makes them (instances: partition =\n"
+      "         Kokkos::Experimental::partition_space(%s(), 1, ..., 1); default = the\n"
+      "         default instance for every thread) and takes its temporaries from its own\n"
+      "         allocator out of its instance's kbuf::AllocatorPool (kbuf) or from fresh\n"
+      "         managed Views allocated on its instance; after 3 warm-up contractions\n"
+      "         each, the threads start together and each fences its own instance after\n"
+      "         every contraction; best of 3 interleaved runs of reps contractions per\n"
+      "         thread. scaling = contractions/s over the same strategy's on one\n"
+      "         thread; speed-up = over View(init) at the same thread count.\n"
+      "         host concurrency: %d (Kokkos %s), hardware threads: %u\n\n",
+      o.threads, o.threads == 1 ? "" : "s", exec_space::name(),
+      kbuf::default_execution_space().concurrency(), kbuf::default_execution_space::name(),
+      std::thread::hardware_concurrency());
   std::printf("%5s %3s %7s %-9s  %-13s %6s %14s %8s %9s %10s %12s\n", "D", "d", "threads",
-              "instances", "strategy", "reps", "contractions/s", "scaling", "speed-up",
-              "fallbacks", "max rel err");
+              "instances", "strategy", "reps", "contractions/s", "scaling", "speed-up", "fallbacks",
+              "max rel err");
   bool ok = true;
   const TemporaryPolicy policies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
-                                 TemporaryPolicy::fresh_views_initialized};
+                                      TemporaryPolicy::fresh_views_initialized};
   for (std::size_t bond : o.bonds) {
     std::vector<ThreadData<T>> data(o.threads);
     for (std::size_t t = 0; t < o.threads; ++t) {
@@ -557,29 +562,36 @@ int run_threads(Options o) {
           ok = false;
         }
         if (!(r.max_error <= tolerance)) {
-          std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads, %s: relative error %.3e exceeds "
-                       "%.0e\n", bond, n, to_string(policies[s]), r.max_error, tolerance);
+          std::fprintf(stderr,
+                       "kbuf-demo: D = %zu, %zu threads, %s: relative error %.3e exceeds "
+                       "%.0e\n",
+                       bond, n, to_string(policies[s]), r.max_error, tolerance);
           ok = false;
         }
         char fb[24] = "-";
         if (policies[s] == TemporaryPolicy::kbuf) {
           std::snprintf(fb, sizeof fb, "%zu", r.fallbacks_after_warmup);
           if (r.fallbacks_after_warmup != 0) {
-            std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads: kbuf needed %zu fallbacks "
-                         "after warm-up\n", bond, n, r.fallbacks_after_warmup);
+            std::fprintf(stderr,
+                         "kbuf-demo: D = %zu, %zu threads: kbuf needed %zu fallbacks "
+                         "after warm-up\n",
+                         bond, n, r.fallbacks_after_warmup);
             ok = false;
           }
         }
         std::printf("%5zu %3zu %7zu %-9s  %-13s %6zu %14.1f %7.2fx %8.2fx %10s %12.2e\n", bond,
-                    o.phys, n, partitioned ? "partition" : "default", to_string(policies[s]),
-                    reps, r.per_second, r.per_second / one_thread[s],
-                    r.per_second / runs[2].per_second, fb, r.max_error);
+                    o.phys, n, partitioned ? "partition" : "default", to_string(policies[s]), reps,
+                    r.per_second, r.per_second / one_thread[s], r.per_second / runs[2].per_second,
+                    fb, r.max_error);
         std::fflush(stdout);
       }
       for (const auto& pool : pools) allocators += pool->size();
     }
-    std::printf("%5zu %3zu  pools: %zu allocators made in all for the runs on 1..%zu threads (exited threads' "
-                "allocators reused)\n", bond, o.phys, allocators, o.threads);
+    std::printf(
+        "%5zu %3zu  pools: %zu allocators made in all for the runs on 1..%zu threads (exited "
+        "threads' "
+        "allocators reused)\n",
+        bond, o.phys, allocators, o.threads);
   }
   std::printf("\n%s\n", ok ? "OK: every strategy on every thread agrees with the reference; kbuf "
                              "served every temporary from its buffer after warm-up"
@@ -751,8 +763,8 @@ int main(int argc, char** argv) {
   } catch (const std::bad_alloc& e) {  // kbuf::out_of_memory among them
     std::string bonds;
     for (std::size_t b : options.bonds) bonds += (bonds.empty() ? "" : ",") + std::to_string(b);
-    std::fprintf(stderr, "kbuf-demo: out of memory with --bond %s --phys %zu: %s\n",
-                 bonds.c_str(), options.phys, e.what());
+    std::fprintf(stderr, "kbuf-demo: out of memory with --bond %s --phys %zu: %s\n", bonds.c_str(),
+                 options.phys, e.what());
     return exit_out_of_memory;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kbuf-demo: %s\n", e.what());

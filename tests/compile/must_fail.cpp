@@ -32,4 +32,6 @@ void must_fail(Host& alloc) {
 #endif
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

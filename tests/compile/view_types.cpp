@@ -17,30 +17,38 @@ using allocate_result =
 
 // The default allocator lives in the configured backend's memory space.
 static_assert(std::is_same<Default::memory_space, kbuf::default_memory_space>::value, "");
-static_assert(std::is_same<kbuf::default_execution_space,
-                           kbuf::default_memory_space::execution_space>::value, "");
+static_assert(
+    std::is_same<kbuf::default_execution_space, kbuf::default_memory_space::execution_space>::value,
+    "");
 static_assert(std::is_same<Host::execution_space, Kokkos::HostSpace::execution_space>::value, "");
 
 // A temporary is exactly the allocator's unmanaged view type.
-static_assert(std::is_same<Host::view<double*>,
-                           Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace,
-                                        Kokkos::MemoryUnmanaged>>::value, "");
+static_assert(
+    std::is_same<Host::view<double*>, Kokkos::View<double*, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                                   Kokkos::MemoryUnmanaged>>::value,
+    "");
 static_assert(std::is_same<allocate_result<Host, double**, Kokkos::LayoutRight, int, int>,
-                           Host::view<double**>>::value, "");
+                           Host::view<double**>>::value,
+              "");
 static_assert(std::is_same<allocate_result<Host, float***, Kokkos::LayoutLeft, long, long, long>,
-                           Host::view<float***, Kokkos::LayoutLeft>>::value, "");
+                           Host::view<float***, Kokkos::LayoutLeft>>::value,
+              "");
 static_assert(std::is_same<allocate_result<Default, Kokkos::complex<double>*, Kokkos::LayoutRight,
                                            std::size_t>,
-                           Default::view<Kokkos::complex<double>*>>::value, "");
+                           Default::view<Kokkos::complex<double>*>>::value,
+              "");
 static_assert(std::is_same<allocate_result<Host, double* [3], Kokkos::LayoutRight, int>,
-                           Host::view<double* [3]>>::value, "");
+                           Host::view<double* [3]>>::value,
+              "");
 static_assert(std::is_same<allocate_result<Host, double[2][3], Kokkos::LayoutRight>,
-                           Host::view<double[2][3]>>::value, "");
+                           Host::view<double[2][3]>>::value,
+              "");
 
 // Temporaries are unmanaged: no reference counting, no deallocation.
 static_assert(Host::view<double*>::traits::memory_traits::is_unmanaged, "unmanaged");
-static_assert(std::is_same<Host::view<double**, Kokkos::LayoutLeft>::array_layout,
-                           Kokkos::LayoutLeft>::value, "");
+static_assert(
+    std::is_same<Host::view<double**, Kokkos::LayoutLeft>::array_layout, Kokkos::LayoutLeft>::value,
+    "");
 static_assert(std::is_same<Host::view<double**>::memory_space, Kokkos::HostSpace>::value, "");
 static_assert(static_cast<std::size_t>(Host::view<double********>::rank) == 8, "");
 static_assert(static_cast<std::size_t>(Host::view<double* [3][4]>::rank_dynamic) == 1, "");
@@ -66,7 +74,8 @@ static_assert(noexcept(std::declval<const Host&>().empty()), "");
 static_assert(noexcept(std::declval<const Host&>().buffer()), "");
 static_assert(noexcept(std::declval<const Host&>().statistics()), "");
 static_assert(std::is_same<decltype(std::declval<const Host&>().buffer()),
-                           const Kokkos::View<unsigned char*, Kokkos::HostSpace>&>::value, "");
+                           const Kokkos::View<unsigned char*, Kokkos::HostSpace>&>::value,
+              "");
 
 // Which View implementation this Kokkos has is read from the View type, not the version: the
 // develop tree reports 4.6.99 with the mdspan View, and 5.0 can fall back to the legacy one.
@@ -78,7 +87,8 @@ static_assert(!mdspan_view, "the legacy View must not be taken for the mdspan on
 // The legacy View keeps extents in 32 bits from three runtime extents on; the mdspan View never.
 static_assert(kbuf::Impl::view_extents_are_32bit<Host::view<double***>> == !mdspan_view, "");
 static_assert(kbuf::Impl::view_extents_are_32bit<Host::view<int****, Kokkos::LayoutLeft>> ==
-                  !mdspan_view, "");
+                  !mdspan_view,
+              "");
 static_assert(!kbuf::Impl::view_extents_are_32bit<Host::view<double**>>, "");
 static_assert(!kbuf::Impl::view_extents_are_32bit<Host::view<double* [3][4]>>, "");
 static_assert(!kbuf::Impl::view_extents_are_32bit<Host::view<double[2][3][4]>>, "");

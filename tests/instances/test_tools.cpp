@@ -23,8 +23,12 @@ using namespace kbuf::literals;
 using space = kbuf::default_memory_space;
 using Alloc = kbuf::BufferAllocator<space>;
 
-bool is_temporary(const ToolEvent& e) { return e.kind == ToolEvent::temporary; }
-bool is_release(const ToolEvent& e) { return e.kind == ToolEvent::release; }
+bool is_temporary(const ToolEvent& e) {
+  return e.kind == ToolEvent::temporary;
+}
+bool is_release(const ToolEvent& e) {
+  return e.kind == ToolEvent::release;
+}
 
 std::vector<ToolEvent> of_kind(const ToolRecorder& rec, ToolEvent::Kind kind) {
   std::vector<ToolEvent> out;
@@ -86,9 +90,8 @@ TEST_CASE("with a tool loaded, each temporary and its release are reported in kb
     CHECK(released[0].bytes == 8000);
     CHECK(released[0].space == "kbuf:tools-test");
     // the temporary's release is reported before Kokkos frees the fallback's memory
-    CHECK(rec.first(is_release) < rec.first([](const ToolEvent& e) {
-      return e.kind == ToolEvent::deallocation;
-    }));
+    CHECK(rec.first(is_release) <
+          rec.first([](const ToolEvent& e) { return e.kind == ToolEvent::deallocation; }));
   }
   rec.clear();
   {

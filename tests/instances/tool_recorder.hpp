@@ -67,8 +67,8 @@ inline void on_begin_fence(const char* name, const std::uint32_t device_id, std:
     sink->push_back(ToolEvent{ToolEvent::fence, name, device_id, 0});
   }
 }
-inline void on_allocate(const Kokkos::Tools::SpaceHandle space, const char* label,
-                        const void* ptr, const std::uint64_t bytes) {
+inline void on_allocate(const Kokkos::Tools::SpaceHandle space, const char* label, const void* ptr,
+                        const std::uint64_t bytes) {
   if (auto* sink = recorder_sink()) {
     const auto kind = is_kbuf_space(space.name) ? ToolEvent::temporary : ToolEvent::allocation;
     sink->push_back(ToolEvent{kind, label, 0, bytes, space.name, ptr});

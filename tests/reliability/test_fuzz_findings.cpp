@@ -10,8 +10,9 @@
 using namespace kbuf_rel;
 using namespace kbuf::literals;
 
-TEST_CASE("an extent of 2^32 or more in a View of three runtime extents: refused exactly where "
-          "the View cannot hold it") {
+TEST_CASE(
+    "an extent of 2^32 or more in a View of three runtime extents: refused exactly where "
+    "the View cannot hold it") {
   // The legacy View stores such extents in 32 bits; kbuf used to hand out a view whose
   // extent(0) was the request modulo 2^32. The mdspan View stores them in size_t: kbuf must not
   // refuse them there. Which branch runs depends on the View implementation this build has.
@@ -19,8 +20,9 @@ TEST_CASE("an extent of 2^32 or more in a View of three runtime extents: refused
   const std::int64_t wide = (std::int64_t{1} << 32) + 5;
   const auto before = alloc.statistics();
   constexpr bool narrow = kbuf::Impl::view_extents_are_32bit<HostAlloc::view<double***>>;
-  static_assert(narrow == kbuf::Impl::view_extents_are_32bit<
-                             HostAlloc::view<float****, Kokkos::LayoutLeft>>, "");
+  static_assert(
+      narrow == kbuf::Impl::view_extents_are_32bit<HostAlloc::view<float****, Kokkos::LayoutLeft>>,
+      "");
   static_assert(narrow != kbuf::Impl::view_is_mdspan_based<HostAlloc::view<double***>>::value,
                 "Kokkos' mdspan View holds 64-bit extents, its legacy View 32-bit ones");
   const std::string implementation =

@@ -135,8 +135,8 @@ TEST_CASE("is_live: strided subviews cover the bytes their extents and strides r
 TEST_CASE("is_live: a strided view reaching one element past the temporary is not live") {
   HostAlloc alloc(4_KiB);
   auto a = alloc.allocate<double**>(4, 5);
-  using strided = Kokkos::View<double*, Kokkos::LayoutStride, Kokkos::HostSpace,
-                               Kokkos::MemoryUnmanaged>;
+  using strided =
+      Kokkos::View<double*, Kokkos::LayoutStride, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
   const strided last_column(a.data() + 4, Kokkos::LayoutStride(4, 5));
   const strided one_more(a.data() + 4, Kokkos::LayoutStride(5, 5));  // element 24 of 20
   CHECK(kbuf::Impl::view_bytes_touched(last_column) == 16 * sizeof(double));

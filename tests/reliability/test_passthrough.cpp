@@ -38,7 +38,9 @@ class PassthroughEnv {
   std::string old_;
 };
 
-std::uintptr_t addr(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+std::uintptr_t addr(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
 
 // A small workload: nested scopes, checkpoints, several types and layouts; returns a checksum
 // of what it computed through its temporaries.

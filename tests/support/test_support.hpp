@@ -27,7 +27,9 @@ inline bool operator==(const Pod12& a, const Pod12& b) {
 inline bool operator==(const Pod32& a, const Pod32& b) {
   return a.a == b.a && a.b == b.b && a.c == b.c && a.d == b.d;
 }
-inline bool operator==(const Wide& a, const Wide& b) { return a.v == b.v; }
+inline bool operator==(const Wide& a, const Wide& b) {
+  return a.v == b.v;
+}
 
 static_assert(sizeof(Pod12) == 12, "Pod12 must be 12 bytes");
 static_assert(sizeof(Pod32) == 32, "Pod32 must be 32 bytes");
@@ -37,7 +39,9 @@ static_assert(alignof(Page) == 4096 && sizeof(Page) == 4096, "Page must be a pag
 using space = kbuf::default_memory_space;
 using Alloc = kbuf::BufferAllocator<space>;
 
-inline std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+inline std::uintptr_t address(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
 
 /// Byte range [begin, end) of a view's data.
 template <class View>

@@ -247,8 +247,8 @@ TEST_CASE_TEMPLATE("pass-through mode contracts the network to the same bits as 
   CHECK(e_pass == e_buffer);
   CHECK(relative_error(to_host(h_pass), to_host(h_buffer)) == 0.0);
   CHECK(pass.capacity() == 0);
-  CHECK(pass.statistics().fallbacks == buffered.statistics().temporaries +
-                                           buffered.statistics().fallbacks);
+  CHECK(pass.statistics().fallbacks ==
+        buffered.statistics().temporaries + buffered.statistics().fallbacks);
   CHECK(pass.high_water_mark() == buffered.high_water_mark());
   CHECK(pass.empty());
 }

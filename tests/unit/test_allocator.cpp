@@ -65,7 +65,6 @@ Wide make_value<Wide>(int k) {
 
 }  // namespace
 
-
 #define KBUF_ELEMENT_TYPES float, double, Kokkos::complex<double>, Pod12, Pod32, Wide
 
 TEST_CASE_TEMPLATE("a temporary that fits is carved from the buffer at an aligned address", T,
@@ -184,8 +183,9 @@ TEST_CASE("a zero-sized temporary is a valid empty view and moves nothing") {
   (void)first;
 }
 
-TEST_CASE_TEMPLATE("a temporary that does not fit is a fallback of the same view type, held until reset",
-                   T, KBUF_ELEMENT_TYPES) {
+TEST_CASE_TEMPLATE(
+    "a temporary that does not fit is a fallback of the same view type, held until reset", T,
+    KBUF_ELEMENT_TYPES) {
   Alloc alloc(256);
   auto small = alloc.allocate<T*>(1);
   fill(small, make_value<T>(3));
@@ -227,8 +227,8 @@ void workload(Alloc& alloc, int scale) {
 
 TEST_CASE("the high-water mark counts fallbacks, so a second identical run needs no fallback") {
   for (std::size_t initial : {std::size_t{0}, std::size_t{100}, std::size_t{4096}}) {
-    for (std::size_t alignment : {std::size_t{1}, std::size_t{16}, Alloc::default_alignment,
-                                  std::size_t{4096}}) {
+    for (std::size_t alignment :
+         {std::size_t{1}, std::size_t{16}, Alloc::default_alignment, std::size_t{4096}}) {
       CAPTURE(initial);
       CAPTURE(alignment);
       Alloc alloc(initial, alignment);
@@ -407,8 +407,8 @@ struct Observed {
 };
 Observed observe(const Alloc& a) {
   const auto s = a.statistics();
-  return {a.capacity(), a.used(), a.high_water_mark(), a.checkpoint().depth(), s.fallbacks,
-          a.live_fallbacks(), s.temporaries, a.empty()};
+  return {a.capacity(), a.used(),           a.high_water_mark(), a.checkpoint().depth(),
+          s.fallbacks,  a.live_fallbacks(), s.temporaries,       a.empty()};
 }
 }  // namespace
 
@@ -451,7 +451,8 @@ TEST_CASE("extents whose byte count overflows size_t throw logic_error and chang
   CHECK(observe(alloc) == before);
 }
 
-TEST_CASE("a temporary that cannot be had throws out_of_memory naming the size and changes nothing") {
+TEST_CASE(
+    "a temporary that cannot be had throws out_of_memory naming the size and changes nothing") {
   Alloc alloc(4_KiB);
   auto a = alloc.allocate<double*>(10);
   Kokkos::deep_copy(a, 4.0);

@@ -20,8 +20,8 @@ struct Observed {
   }
 };
 Observed observe(const Alloc& a) {
-  return {a.capacity(), a.used(), a.high_water_mark(), a.checkpoint().depth(), a.live_fallbacks(),
-          a.statistics().resets};
+  return {a.capacity(),           a.used(),           a.high_water_mark(),
+          a.checkpoint().depth(), a.live_fallbacks(), a.statistics().resets};
 }
 std::string message_of(Alloc& alloc, Alloc::Checkpoint cp) {
   try {
@@ -59,7 +59,7 @@ TEST_CASE("reset to a released checkpoint throws and changes nothing") {
   const auto cp1 = alloc.checkpoint();
   auto b = alloc.allocate<double*>(10);
   const auto cp2 = alloc.checkpoint();
-  alloc.reset(cp1);  // releases b, so cp2 names a point that no longer exists
+  alloc.reset(cp1);                      // releases b, so cp2 names a point that no longer exists
   auto c = alloc.allocate<double*>(10);  // same size: same offset as cp2, but another point
   const Observed before = observe(alloc);
   const std::string what = message_of(alloc, cp2);

@@ -27,7 +27,9 @@ void on_deallocate(Kokkos::Tools::SpaceHandle space, const char*, const void*, s
   if (std::strncmp(space.name, "kbuf:", 5) == 0) return;
   ++kokkos_deallocations;
 }
-void on_fence(const char*, std::uint32_t, std::uint64_t*) { ++kokkos_fences; }
+void on_fence(const char*, std::uint32_t, std::uint64_t*) {
+  ++kokkos_fences;
+}
 
 struct Counts {
   long heap, alloc, dealloc, fences;

@@ -21,7 +21,7 @@ struct State {
   bool empty;
 };
 State state_of(const Alloc& a) {
-  return {a.capacity(), a.used(), a.held(), a.live_fallbacks(), a.statistics().fallbacks,
+  return {a.capacity(),           a.used(), a.held(), a.live_fallbacks(), a.statistics().fallbacks,
           a.statistics().regrows, a.empty()};
 }
 void check_same(const State& x, const State& y) {
@@ -208,8 +208,9 @@ TEST_CASE("a pool's combined limit counts every allocator's buffer and fallbacks
     theirs.reset();
   });
   other.join();
-  CHECK(has(refused, "a fallback of 16384 bytes would pass the combined limit of 40960 bytes of "
-                     "its pool: its allocators hold 32768 bytes (this one 4096)"));
+  CHECK(has(refused,
+            "a fallback of 16384 bytes would pass the combined limit of 40960 bytes of "
+            "its pool: its allocators hold 32768 bytes (this one 4096)"));
   CHECK(other_held == 4_KiB);
   CHECK(pool.held() == 40_KiB);
 
@@ -220,7 +221,7 @@ TEST_CASE("a pool's combined limit counts every allocator's buffer and fallbacks
   mine.reset();  // frees the fallback: the room comes back
   CHECK(pool.held() == 16_KiB);
   std::thread again([&] {
-    Alloc& theirs = pool.local();  // the exited thread's allocator, reused
+    Alloc& theirs = pool.local();             // the exited thread's allocator, reused
     auto t = theirs.allocate<double*>(2048);  // now it grows to its high-water mark
     CHECK(theirs.capacity() == 16_KiB);
     CHECK(inside_buffer(theirs, t));
@@ -242,7 +243,7 @@ TEST_CASE("a pool's regrowth stops at the room left by the other allocators") {
     (void)f;
   }
   std::thread other([&] {
-    Alloc& theirs = pool.local();           // a second allocator: 16 KiB held
+    Alloc& theirs = pool.local();          // a second allocator: 16 KiB held
     (void)theirs.allocate<double*>(2560);  // a 20 KiB fallback
     theirs.reset();
     (void)theirs.allocate<double*>(8);  // regrows to 20 KiB: 28 KiB held
@@ -271,8 +272,9 @@ TEST_CASE("a new allocator's first buffer counts against its pool's combined lim
   std::string refused;
   std::thread other([&] { refused = oom_message([&] { (void)pool.local(); }); });
   other.join();
-  CHECK(has(refused, "kbuf::BufferAllocator on allocator 'kbuf::AllocatorPool[1]': a buffer of "
-                     "16384 bytes would pass the combined limit of 24576 bytes"));
+  CHECK(has(refused,
+            "kbuf::BufferAllocator on allocator 'kbuf::AllocatorPool[1]': a buffer of "
+            "16384 bytes would pass the combined limit of 24576 bytes"));
   CHECK(pool.size() == 1);
   CHECK(pool.held() == 16_KiB);
 }

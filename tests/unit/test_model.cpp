@@ -21,13 +21,23 @@ using namespace kbuf_test;
 
 namespace {
 
-enum class OpKind { allocate, bad_allocate, checkpoint, reset_to, reset_all, open_scope,
-                    close_scope, sizehint, resize, foreign_reset };
+enum class OpKind {
+  allocate,
+  bad_allocate,
+  checkpoint,
+  reset_to,
+  reset_all,
+  open_scope,
+  close_scope,
+  sizehint,
+  resize,
+  foreign_reset
+};
 
 struct Op {
   OpKind kind;
-  int type = 0;    // element type index
-  int rank = 1;    // 1..3
+  int type = 0;  // element type index
+  int rank = 1;  // 1..3
   bool left = false;
   long extents[3] = {1, 1, 1};
   std::size_t value = 0;  // sizehint / resize bytes, checkpoint slot
@@ -51,9 +61,12 @@ std::pair<std::uintptr_t, std::uintptr_t> allocate_typed(Alloc& alloc, int rank,
     return std::make_pair(begin_of(v), begin_of(v) + v.size() * sizeof(T));
   };
   switch (rank) {
-    case 1: return range(alloc.allocate<T*, Layout>(e[0]));
-    case 2: return range(alloc.allocate<T**, Layout>(e[0], e[1]));
-    default: return range(alloc.allocate<T***, Layout>(e[0], e[1], e[2]));
+    case 1:
+      return range(alloc.allocate<T*, Layout>(e[0]));
+    case 2:
+      return range(alloc.allocate<T**, Layout>(e[0], e[1]));
+    default:
+      return range(alloc.allocate<T***, Layout>(e[0], e[1], e[2]));
   }
 }
 
@@ -65,11 +78,16 @@ std::pair<std::uintptr_t, std::uintptr_t> allocate_layout(Alloc& alloc, const Op
 
 std::pair<std::uintptr_t, std::uintptr_t> run_allocate(Alloc& alloc, const Op& op) {
   switch (op.type) {
-    case 0: return allocate_layout<unsigned char>(alloc, op);
-    case 1: return allocate_layout<double>(alloc, op);
-    case 2: return allocate_layout<Pod12>(alloc, op);
-    case 3: return allocate_layout<Wide>(alloc, op);
-    default: return allocate_layout<Kokkos::complex<double>>(alloc, op);
+    case 0:
+      return allocate_layout<unsigned char>(alloc, op);
+    case 1:
+      return allocate_layout<double>(alloc, op);
+    case 2:
+      return allocate_layout<Pod12>(alloc, op);
+    case 3:
+      return allocate_layout<Wide>(alloc, op);
+    default:
+      return allocate_layout<Kokkos::complex<double>>(alloc, op);
   }
 }
 
@@ -160,8 +178,13 @@ class Model {
     }
   };
   Snapshot snapshot() const {
-    return {alloc_.capacity(), alloc_.used(), alloc_.high_water_mark(), alloc_.checkpoint().depth(),
-            alloc_.statistics().fallbacks, alloc_.live_fallbacks(), alloc_.empty()};
+    return {alloc_.capacity(),
+            alloc_.used(),
+            alloc_.high_water_mark(),
+            alloc_.checkpoint().depth(),
+            alloc_.statistics().fallbacks,
+            alloc_.live_fallbacks(),
+            alloc_.empty()};
   }
 
   void sync_buffer() { base_ = address(alloc_.buffer().data()); }

@@ -47,7 +47,9 @@ void on_allocate(Kokkos::Tools::SpaceHandle space, const char*, const void*, std
   if (std::strncmp(space.name, "kbuf:", 5) == 0) return;
   ++kokkos_allocations;
 }
-void on_fence(const char*, std::uint32_t, std::uint64_t*) { ++kokkos_fences; }
+void on_fence(const char*, std::uint32_t, std::uint64_t*) {
+  ++kokkos_fences;
+}
 
 void round(Pool& pool, int n) {
   auto& alloc = pool.local();

@@ -3,15 +3,17 @@
 
 #include <kbuf/kbuf.hpp>
 
-#include <limits>
 #include <unistd.h>
+#include <limits>
 
 TEST_CASE("page_size is the operating system's page size") {
   CHECK(kbuf::page_size() == static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
   CHECK(kbuf::is_power_of_two(kbuf::page_size()));
 }
 
-TEST_CASE("buffer_size of 0 is 0") { CHECK(kbuf::buffer_size(0) == 0); }
+TEST_CASE("buffer_size of 0 is 0") {
+  CHECK(kbuf::buffer_size(0) == 0);
+}
 
 TEST_CASE("buffer_size up to a page rounds to the next power of two") {
   const std::size_t page = kbuf::page_size();

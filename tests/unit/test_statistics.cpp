@@ -54,7 +54,7 @@ TEST_CASE("reset_peaks() restarts every counter and the peaks from what is live 
   {
     auto s = alloc.scope();
     for (int i = 0; i < 10; ++i) (void)alloc.allocate<double*>(16);  // 10 x 128 bytes
-    (void)alloc.allocate<double*>(1000);                              // a fallback
+    (void)alloc.allocate<double*>(1000);                             // a fallback
   }
   alloc.reset();  // the next allocate regrows to the high-water mark
   (void)alloc.allocate<float*>(4);

@@ -35,8 +35,9 @@ void check_refused(const char* when) {
 }
 }  // namespace
 
-TEST_CASE("an allocator made before Kokkos::initialize or after Kokkos::finalize throws "
-          "logic_error naming the call; one made in between works") {
+TEST_CASE(
+    "an allocator made before Kokkos::initialize or after Kokkos::finalize throws "
+    "logic_error naming the call; one made in between works") {
   REQUIRE(!Kokkos::is_initialized());
   check_refused("not yet initialized");
 

@@ -17,7 +17,9 @@ namespace kbuf {
 namespace Impl {
 
 /// Whether a Kokkos Tools library is loaded (or tool callbacks are set) now.
-inline bool tool_loaded() noexcept { return Kokkos::Profiling::profileLibraryLoaded(); }
+inline bool tool_loaded() noexcept {
+  return Kokkos::Profiling::profileLibraryLoaded();
+}
 
 /// The reporting of one allocator: the space handle, and the address and size of every live
 /// temporary (a tool is told the same pointer and size at the release), by depth. Exists only
