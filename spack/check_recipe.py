@@ -58,6 +58,9 @@ SPACK_NAMES = {
     "doctest": "doctest",
     "benchmark": "benchmark",
 }
+# find_package() names that CMake itself answers from the system (its Find modules), which need
+# no Spack package.
+CMAKE_SYSTEM_PACKAGES = {"Threads"}
 
 # Variants that the recipe's base classes declare.
 BASE_VARIANTS = {
@@ -401,6 +404,9 @@ def main():
     )
     for pkg, where in sorted(deps.packages.items()):
         if pkg == "kbuf":
+            continue
+        if pkg in CMAKE_SYSTEM_PACKAGES:
+            report.ok(f"find_package({pkg}) at {where}: CMake's own Find module, no depends_on()")
             continue
         spack_name = SPACK_NAMES.get(pkg)
         if spack_name is None:
