@@ -501,72 +501,25 @@ class BufferAllocator final {
     init(sizehint);
   }
 
-  void init(std::size_t sizehint) {
-    KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
-                 label_, "' with alignment = ", alignment_,
-                 ": the alignment must be a power of two");
-    const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
-    if (Impl::tool_loaded()) {  // before anything decides the hot path: it is off with a tool
-      reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
-    }
-    grow_marks(initial_mark_capacity);
-    charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
-    try {
-      take_buffer(capacity, "kbuf::BufferAllocator");
-    } catch (...) {
-      uncharge(capacity);
-      throw;
-    }
-  }
+  void init(std::size_t sizehint);
 
   // Takes `bytes` more against the limits (the allocator's and its pool's); false, with nothing
   // taken, when one of them refuses. Cold paths only.
-  bool try_charge(std::size_t bytes) noexcept {
-    const std::size_t held_now = held();
-    if (bytes > limit_ || held_now > limit_ - bytes) return false;
-    return budget_ == nullptr || budget_->try_take(bytes);
-  }
+  bool try_charge(std::size_t bytes) noexcept;
 
   // Gives back to the pool's budget what try_charge took. (The allocator's own limit is
   // checked against its state, which needs no giving back.)
-  void uncharge(std::size_t bytes) noexcept {
-    if (budget_ != nullptr) budget_->give_back(bytes);
-  }
+  void uncharge(std::size_t bytes) noexcept;
 
   // try_charge, or kbuf::out_of_memory naming the limit, `what` (with its `requested` bytes,
   // for `call`) and what is held.
-  void charge(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
-    if (bytes != 0 && KBUF_IMPL_UNLIKELY(!try_charge(bytes))) {
-      refuse_limit(bytes, call, what, requested);
-    }
-  }
+  void charge(std::size_t bytes, const char* call, const char* what, std::size_t requested);
 
   [[noreturn]] KBUF_IMPL_COLD void refuse_limit(std::size_t bytes, const char* call,
-                                                const char* what, std::size_t requested) {
-    ++stats_.limit_refusals;
-    const std::size_t held_now = held();
-    if (bytes > limit_ || held_now > limit_ - bytes) {
-      KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
-                    " bytes would pass the allocator's limit of ", limit_, " bytes: it holds ",
-                    held_now, " (a buffer of ", capacity_, " and ", fallback_held_,
-                    " in fallbacks)");
-    }
-    KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
-                  " bytes would pass the combined limit of ", budget_->limit(),
-                  " bytes of its pool: its allocators hold ", budget_->held(), " bytes (this one ",
-                  held_now, ")");
-  }
+                                                const char* what, std::size_t requested);
 
   // The largest buffer the limits leave room for, given the fallbacks held.
-  std::size_t largest_buffer() const noexcept {
-    std::size_t room = limit_ - fallback_held_;  // fallback_held_ <= held() <= limit_
-    if (budget_ != nullptr) {
-      // This allocator's buffer is part of what the pool holds: no overflow.
-      const std::size_t pool_room = budget_->available() + capacity_;
-      if (pool_room < room) room = pool_room;
-    }
-    return Impl::buffer_size_floor(room);
-  }
+  std::size_t largest_buffer() const noexcept;
 
   struct Fallback {
     raw_view memory;
@@ -581,11 +534,7 @@ class BufferAllocator final {
   static constexpr bool passthrough_owns_memory =
       std::is_same<MemorySpace, Kokkos::HostSpace>::value;
 
-  static void free_owned(const Fallback& f) noexcept {
-    if (f.owned_alignment != 0) {
-      ::operator delete(f.memory.data(), std::align_val_t(f.owned_alignment));
-    }
-  }
+  static void free_owned(const Fallback& f) noexcept;
 
   // A live temporary that made the need differ more or less from the offset (a fallback, an
   // over-aligned temporary): the depth and extra_ before it, restored by a reset to below it.
@@ -639,58 +588,16 @@ class BufferAllocator final {
   // Whatever the hot path does not serve (fast_end_ is 0, the type is over-aligned, or the
   // temporary does not fit): records room first, then regrows a pending buffer, carves, or
   // serves a fallback. Nothing changes unless it succeeds.
-  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
-    const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
-    if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
-    try {
-      records_.reserve(records_.size() + 1);  // so that committing cannot fail
-    } catch (const std::bad_alloc&) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': no host memory left to record a temporary");
-    }
-    if (reporter_ != nullptr) reserve_reports();
-    if (depth_ == 0 && regrow_pending()) return regrow_and_acquire(nbytes, a);
-    return carve_or_fallback(nbytes, a);
-  }
+  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment);
 
   // The general case: `nbytes` (> 0) aligned to `a` (>= alignment_) from the buffer with the
   // need's worst-case padding, or a fallback, or out_of_memory if even its need overflows.
-  void* carve_or_fallback(std::size_t nbytes, std::size_t a) {
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
-    const std::size_t used = this->used();
-    // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
-    // type aligned beyond it pads at most (a - alignment_) bytes more.
-    const std::size_t need_start = Impl::align_up(used + extra_, alignment_) + (a - alignment_);
-    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used, a) - base);
-    if (start <= capacity_ && nbytes <= capacity_ - start) {
-      // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
-      void* p = base_ + start;
-      Impl::unpoison<MemorySpace>(p, nbytes);
-      top_ = base + start + nbytes;
-      set_extra(need_start - start);  // >= 0: the need's padding is the worst case
-      ++depth_;
-      new_peaks();
-      if (reporter_ != nullptr) report_acquired(p, nbytes);
-      return p;
-    }
-    if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
-      throw_unsatisfiable(nbytes, a);
-    }
-    return commit_fallback(take_fallback(nbytes, a, need_start + nbytes), nbytes, a);
-  }
+  void* carve_or_fallback(std::size_t nbytes, std::size_t a);
 
   // A temporary whose extents fast_byte_count could not decide: the exact check (a bad extent
   // or size: kbuf::logic_error, nothing changed), then the general path.
   template <class DataType, class V, class... Extents>
-  KBUF_IMPL_COLD void* allocate_checked(Extents... extents) {
-    const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
-        [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
-    if (nbytes == 0) {
-      ++stats_.temporaries;
-      return nullptr;
-    }
-    return acquire_slow(nbytes, alignof(typename V::value_type));
-  }
+  KBUF_IMPL_COLD void* allocate_checked(Extents... extents);
 
   bool regrow_pending() const noexcept {
     return hwm_ > capacity_ || shrink_;
@@ -698,20 +605,10 @@ class BufferAllocator final {
 
   // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
   // changes (room reserved in acquire_slow).
-  void set_extra(std::size_t extra) noexcept {
-    if (extra == extra_) return;
-    records_.push_back(Record{depth_, extra_});
-    extra_ = extra;
-  }
+  void set_extra(std::size_t extra) noexcept;
 
   // After the need or used() grew in acquire_slow: the high-water mark and the peaks.
-  void new_peaks() noexcept {
-    const std::size_t used = this->used();
-    const std::size_t need = used + extra_;
-    if (need > hwm_) hwm_ = need;
-    if (used > stats_.peak_used) stats_.peak_used = used;
-    update_fast_end();
-  }
+  void new_peaks() noexcept;
 
   // The hot path's limit (see acquire): an address, or 0 for none. Called whenever what it
   // depends on changes, except by the hot path and a reset that keeps it valid.
@@ -737,281 +634,63 @@ class BufferAllocator final {
   // acquire() with a regrowth pending (empty allocator). What can fail comes before the old
   // buffer is given up, so that a failure changes nothing: the need-overflow check and, for a
   // request that may not fit the regrown buffer, its fallback memory.
-  KBUF_IMPL_COLD void* regrow_and_acquire(std::size_t nbytes, std::size_t a) {
-    const std::size_t padding = a - alignment_;  // the most padding at offset 0
-    if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
-      throw_unsatisfiable(nbytes, a);
-    }
-    if (passthrough_) return carve_or_fallback(nbytes, a);  // no buffer: it falls back
-    const std::size_t capacity = regrow_capacity();
-    raw_view spare;
-    if (padding + nbytes > capacity) spare = take_fallback(nbytes, a, padding + nbytes);
-    try {
-      regrow(capacity);
-    } catch (...) {
-      drop_spare(spare, nbytes);  // nothing has changed then
-      throw;
-    }
-    const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
-    const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
-    if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
-      drop_spare(spare, nbytes);
-      // Carves it, or (when a limit kept the buffer below the high-water mark and it does not
-      // fit) serves a fallback; no regrowth is attempted again.
-      return carve_or_fallback(nbytes, a);
-    }
-    return commit_fallback(std::move(spare), nbytes, a);
-  }
+  KBUF_IMPL_COLD void* regrow_and_acquire(std::size_t nbytes, std::size_t a);
 
   // Frees a fallback taken for a temporary that did not need it.
-  void drop_spare(raw_view& spare, std::size_t nbytes) noexcept {
-    if (spare.data() == nullptr) return;
-    spare = raw_view();
-    fallback_held_ -= nbytes;
-    uncharge(nbytes);
-  }
+  void drop_spare(raw_view& spare, std::size_t nbytes) noexcept;
 
   // Fallback memory for `nbytes` aligned to `a`, with room reserved to record it, charged
   // against the limits. A limit's refusal records `need` (the need with it) in the high-water
   // mark. Changes nothing else.
-  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a, std::size_t need) {
-    if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
-      throw_unsatisfiable(nbytes, a);
-    }
-    try {
-      fallbacks_.reserve(fallbacks_.size() + 1);
-    } catch (const std::bad_alloc&) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': no host memory left to record a fallback of ", nbytes, " bytes");
-    }
-    if (KBUF_IMPL_UNLIKELY(!try_charge(nbytes))) {
-      if (need > hwm_) {
-        hwm_ = need;
-        update_fast_end();  // a regrowth may be pending now
-      }
-      refuse_limit(nbytes, "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
-    }
-    raw_view memory;
-    try {
-      memory = passthrough_
-                   ? take_exact(nbytes, a)
-                   : allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
-                                  "a fallback of", nbytes);
-    } catch (...) {
-      uncharge(nbytes);
-      throw;
-    }
-    fallback_held_ += nbytes;
-    return memory;
-  }
+  KBUF_IMPL_COLD raw_view take_fallback(std::size_t nbytes, std::size_t a, std::size_t need);
 
   // Pass-through: memory for `nbytes` aligned to `a` that ends where the temporary ends, so
   // that memory checkers see its bounds. A space that hands out addresses aligned less than
   // `a` in a fixed pattern (CUDA: 128 bytes past a 256-byte boundary) gets the difference in
   // front, learned once; without a pattern, the usual slack (poisoned for ASan in
   // commit_fallback).
-  raw_view take_exact(std::size_t nbytes, std::size_t a) {
-    if constexpr (passthrough_owns_memory) {
-      void* p = nullptr;
-      if (nbytes <= (std::size_t{1} << 62)) {
-        p = ::operator new(nbytes, std::align_val_t(a), std::nothrow);
-      }
-      if (p == nullptr) {
-        KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                      "': cannot allocate a pass-through temporary of ", nbytes, " bytes in ",
-                      Impl::space_name<MemorySpace>());
-      }
-      return raw_view(static_cast<unsigned char*>(p), nbytes);
-    }
-    const auto take = [&](std::size_t front) {
-      return allocate_raw(nbytes + front, "::fallback", "kbuf::BufferAllocator::allocate",
-                          "a fallback of", nbytes);
-    };
-    const auto misalignment = [a](const raw_view& m, std::size_t front) {
-      return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(m.data()) + front) % a);
-    };
-    std::size_t front = passthrough_front_ % a;
-    raw_view memory = take(front);
-    const std::size_t off = misalignment(memory, front);
-    if (off == 0) return memory;
-    front = (front + (a - off)) % a;
-    memory = raw_view();
-    memory = take(front);
-    if (misalignment(memory, front) == 0) {
-      passthrough_front_ = front;
-      return memory;
-    }
-    memory = raw_view();
-    return take(a - 1);
-  }
+  raw_view take_exact(std::size_t nbytes, std::size_t a);
 
   // Hands out `memory` (from take_fallback) as the next temporary. Cannot fail; the caller
   // checked that the need does not overflow.
-  void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
-    const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
-    unsigned char* p = memory.data() + (Impl::align_up(addr, a) - addr);
-    if (passthrough_) {  // the slack around the temporary, if any, is out of bounds
-      const std::size_t front = static_cast<std::size_t>(p - memory.data());
-      Impl::poison<MemorySpace>(memory.data(), front);
-      Impl::poison<MemorySpace>(p + nbytes, memory.size() - front - nbytes);
-    }
-    const std::size_t owned = passthrough_owns_memory && passthrough_ ? a : 0;
-    // Cannot throw: reserved.
-    fallbacks_.push_back(Fallback{std::move(memory), nbytes, depth_, owned});
-    ++stats_.fallbacks;
-    stats_.fallback_bytes += nbytes;
-    const std::size_t used = this->used();
-    set_extra(Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used);
-    ++depth_;
-    new_peaks();
-    if (reporter_ != nullptr) report_acquired(p, nbytes);
-    return p;
-  }
+  void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept;
 
-  static void expect_initialized(const char* call) {
-    KBUF_EXPECTS(Kokkos::is_initialized(), call,
-                 ": Kokkos is not initialized (is_initialized() "
-                 "is false: before Kokkos::initialize or after Kokkos::finalize). Make allocators "
-                 "between the two, e.g. under a Kokkos::ScopeGuard in main, not as globals or "
-                 "statics: an allocator holds an execution space instance, and Kokkos 5.1 "
-                 "requires instances to be made after initialize and destroyed before finalize");
-  }
+  static void expect_initialized(const char* call);
 
   // The default instance of execution_space, made only once Kokkos is initialized.
-  static execution_space default_instance(const char* call) {
-    expect_initialized(call);
-    return execution_space();
-  }
+  static execution_space default_instance(const char* call);
 
   // Allocates `nbytes` (for `what` of `requested` bytes: "a buffer of", "a fallback of")
   // without initialisation on exec_.
   raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call, const char* what,
-                        std::size_t requested) {
-    // 2^62 bytes is beyond every address space. Larger sizes must not reach Kokkos: it takes
-    // SIZE_MAX for "no extent" and aborts, and its header arithmetic can overflow.
-    if (KBUF_IMPL_UNLIKELY(nbytes > (std::size_t{1} << 62))) {
-      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
-                    " bytes (", nbytes, " with alignment slack) in ",
-                    Impl::space_name<MemorySpace>(), ": that is more than any address space holds");
-    }
-    try {
-      return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
-                      nbytes);
-    } catch (const std::exception& e) {
-      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
-                    " bytes (", nbytes, " with alignment slack) in ",
-                    Impl::space_name<MemorySpace>(), ". Kokkos said: ", e.what());
-    }
-  }
+                        std::size_t requested);
 
   // Takes a buffer of exactly `capacity` usable bytes whose base is aligned to alignment_, for
   // `call` (named in errors). Precondition: no buffer is held.
-  void take_buffer(std::size_t capacity, const char* call) {
-    if (capacity == 0) return;
-    if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - alignment_)) {
-      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate a buffer of ", capacity,
-                    " bytes aligned to ", alignment_, " in ", Impl::space_name<MemorySpace>(),
-                    ": that is more than any address space holds");
-    }
-    raw_view raw =
-        allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
-    std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
-    if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
-                                                         // past a 256-aligned header
-      // Free and retry with slack once; later buffers take the slack at once, because every
-      // free of device memory synchronises the device (cudaFree, hipFree).
-      raw = raw_view();
-      buffer_slack_ = alignment_ - 1;
-      raw = allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
-      addr = reinterpret_cast<std::uintptr_t>(raw.data());
-    }
-    const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
-    buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
-    base_ = buffer_.data();
-    capacity_ = capacity;
-    top_ = reinterpret_cast<std::uintptr_t>(base_);  // empty: used() == 0
-    update_fast_end();
-    Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
-  }
+  void take_buffer(std::size_t capacity, const char* call);
 
   // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes,
   // for `call`. On failure tries to take back the old capacity, then throws. The caller has
   // charged the growth (capacity - capacity()) if any; what is not kept is given back.
-  void replace_buffer(std::size_t capacity, const char* call) {
-    const std::size_t old_capacity = capacity_;
-    const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
-    if (old_capacity != 0) fence();
-    Impl::unpoison<MemorySpace>(base_, capacity_);
-    buffer_ = raw_view();
-    base_ = nullptr;
-    capacity_ = 0;
-    top_ = 0;
-    update_fast_end();
-    try {
-      take_buffer(capacity, call);
-    } catch (const kbuf::out_of_memory&) {
-      try {
-        take_buffer(old_capacity, call);
-      } catch (const kbuf::out_of_memory&) {  // keeps no buffer; the next growth retries
-      }
-      uncharge(charged - capacity_);
-      throw;
-    }
-    uncharge(charged - capacity_);
-    ++stats_.regrows;
-  }
+  void replace_buffer(std::size_t capacity, const char* call);
 
   // The capacity regrow() leaves. A high-water mark no buffer size can hold (sizehint near
   // SIZE_MAX) is memory that cannot be had, not bad input to the allocate that finds it.
-  std::size_t regrow_capacity() const {
-    if (KBUF_IMPL_UNLIKELY(hwm_ > std::numeric_limits<std::size_t>::max() - page_size())) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': cannot grow the buffer to the high-water mark of ", hwm_, " bytes in ",
-                    Impl::space_name<MemorySpace>(), ": no buffer that large fits in size_t");
-    }
-    std::size_t capacity = buffer_size(hwm_);
-    if (limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr) {
-      const std::size_t largest = largest_buffer();  // growth stops at the limit
-      if (capacity > largest) capacity = largest;
-    }
-    return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
-  }
+  std::size_t regrow_capacity() const;
 
   // Replaces the buffer by one of `capacity` bytes (from regrow_capacity()). Keeps the buffer
   // when the pool's combined limit refuses the growth (other allocators took the room since).
-  KBUF_IMPL_COLD void regrow(std::size_t capacity) {
-    if (capacity != capacity_) {
-      if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
-      replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
-    }
-    shrink_ = false;
-    update_fast_end();
-  }
+  KBUF_IMPL_COLD void regrow(std::size_t capacity);
 
   // Room for n marks. Called where allocating may throw (construction, acquire_slow), so that
   // checkpoint() never has to: a full marks_ sets fast_end_ to 0, and the next allocate, the only
   // way to a depth that needs a new mark, comes here first.
-  KBUF_IMPL_COLD void grow_marks(std::size_t n) {
-    std::unique_ptr<Mark[]> marks;
-    try {
-      marks.reset(new Mark[n]);
-    } catch (const std::bad_alloc&) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': no host memory left to track ", n, " live checkpoints");
-    }
-    for (std::size_t i = 0; i < nmarks_; ++i) marks[i] = marks_[i];
-    marks_ = std::move(marks);
-    mark_capacity_ = n;
-    update_fast_end();
-  }
+  KBUF_IMPL_COLD void grow_marks(std::size_t n);
 
   // The number of the newest live temporary (depth_ > 0). After a reset to a checkpoint at
   // depth d > 0 the newest mark is at d and names it; once a temporary is allocated after that
   // (depth_ is greater), the newest of all is live.
-  std::uint64_t newest() const noexcept {
-    if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
-    return released_ + depth_;
-  }
+  std::uint64_t newest() const noexcept;
 
   // Records the current point (depth_ > 0) for checkpoint() and returns the number of the
   // newest live temporary. A mark at this depth is kept until a reset goes below it, so the
@@ -1067,15 +746,7 @@ class BufferAllocator final {
   // Raises the kbuf::logic_error for a checkpoint that check_checkpoint refused.
   [[noreturn]] KBUF_IMPL_COLD void refuse_checkpoint(const BufferAllocator* owner,
                                                      std::size_t depth, std::uint64_t id,
-                                                     const char* call) const {
-    KBUF_EXPECTS(owner != nullptr, call, " on allocator '", label_,
-                 "': the checkpoint belongs to no allocator (it was default-constructed)");
-    KBUF_EXPECTS(owner == this, call, " on allocator '", label_,
-                 "': the checkpoint belongs to another allocator (the one at ",
-                 static_cast<const void*>(owner), "; this one is at ",
-                 static_cast<const void*>(this), ")");
-    throw_released_checkpoint(depth, id, call);
-  }
+                                                     const char* call) const;
 
   // Precondition: cp is valid. Never resizes. With the hot path on (fast_end_ != 0), no record
   // and no fallback is live, nothing is reported to Kokkos Tools, and the peaks were set as they
@@ -1109,62 +780,19 @@ class BufferAllocator final {
   // release_to with the hot path off: also reports the releases to Kokkos Tools, frees the
   // fallbacks above cp (after a fence of the bound instance, giving their bytes back to the
   // limits), restores extra_, and decides the limit again.
-  KBUF_IMPL_COLD void release_slow(std::size_t cp_depth, std::size_t cp_used) noexcept {
-    if (reporter_ != nullptr) report_released(cp_depth);
-    if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
-    Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
-    std::size_t keep = fallbacks_.size();
-    while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
-    if (keep != fallbacks_.size()) free_fallbacks(keep);
-    while (!records_.empty() && records_.back().depth >= cp_depth) {
-      extra_ = records_.back().extra;
-      records_.pop_back();
-    }
-    while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp_depth) --nmarks_;
-    released_ += depth_ - cp_depth;
-    depth_ = cp_depth;
-    top_ = reinterpret_cast<std::uintptr_t>(base_) + cp_used;
-    ++stats_.resets;
-    update_fast_end();
-  }
+  KBUF_IMPL_COLD void release_slow(std::size_t cp_depth, std::size_t cp_used) noexcept;
 
   // Kokkos Tools: the newest temporary is [p, p + nbytes); the ones above depth `depth` are
   // released.
-  KBUF_IMPL_COLD void report_acquired(const void* p, std::size_t nbytes) noexcept {
-    reporter_->acquired(depth_ - 1, p, nbytes);
-  }
-  KBUF_IMPL_COLD void report_released(std::size_t depth) noexcept {
-    reporter_->released(depth_, depth);
-  }
+  KBUF_IMPL_COLD void report_acquired(const void* p, std::size_t nbytes) noexcept;
+  KBUF_IMPL_COLD void report_released(std::size_t depth) noexcept;
 
   // Room in the reporter for the temporary about to be counted at depth_ (before anything
   // changes: it may fail).
-  void reserve_reports() {
-    if (depth_ < reporter_->capacity()) return;
-    try {
-      reporter_->grow(2 * depth_, depth_);
-    } catch (const std::bad_alloc&) {
-      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
-                    "': no host memory left to report ", depth_ + 1,
-                    " live temporaries to Kokkos Tools");
-    }
-  }
+  void reserve_reports();
 
   // Frees the fallbacks after the first `keep` (after a fence of the bound instance).
-  KBUF_IMPL_COLD void free_fallbacks(std::size_t keep) noexcept {
-    std::size_t bytes = 0;
-    for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
-      const raw_view& m = fallbacks_[i].memory;
-      Impl::unpoison<MemorySpace>(m.data(), m.size());
-      Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
-      bytes += fallbacks_[i].nbytes;
-    }
-    fence_noexcept();
-    for (std::size_t i = keep; i < fallbacks_.size(); ++i) free_owned(fallbacks_[i]);
-    fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
-    fallback_held_ -= bytes;
-    uncharge(bytes);
-  }
+  KBUF_IMPL_COLD void free_fallbacks(std::size_t keep) noexcept;
 
   void end_scope(const Checkpoint& cp, std::size_t index) noexcept {
 #if KBUF_ENABLE_DEBUG
@@ -1182,50 +810,18 @@ class BufferAllocator final {
     if (is_valid_here(cp)) release_to(cp);  // a scope's checkpoint is this allocator's
   }
 
-  void fence_noexcept() noexcept {
-    try {
-      fence();
-    } catch (...) {  // a destructor's fence must not throw
-    }
-  }
+  void fence_noexcept() noexcept;
 
   // Says what a checkpoint that is_valid() refuses lost: the temporaries live when it was
   // taken are fewer now, or the newest of them was released and another took its place.
   [[noreturn]] KBUF_IMPL_COLD void throw_released_checkpoint(std::size_t cp_depth,
                                                              std::uint64_t cp_id,
-                                                             const char* call) const {
-    const std::string head = Impl::concat(call, " on allocator '", label_,
-                                          "': the checkpoint was released by an earlier reset; ");
-    const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
-    if (cp_depth > depth_) {
-      Impl::throw_logic_error(head, "it was taken with ",
-                              Impl::count_of{cp_depth, "temporary", "temporaries"}, " live, and ",
-                              Impl::count_of{depth_, "is", "are"}, " live now", advice);
-    }
-    // The temporary at its place: the newest, or one a later checkpoint recorded.
-    std::uint64_t holder = 0;
-    if (cp_depth == depth_) {
-      holder = newest();
-    } else if (const Mark* m = find_mark(cp_depth)) {
-      holder = m->id;
-    }
-    const std::string now =
-        holder != 0 ? Impl::concat("temporary #", holder) : std::string("a later temporary");
-    Impl::throw_logic_error(head, "temporary #", cp_id, ", the newest when it was taken (of ",
-                            Impl::count_of{cp_depth, "live temporary", "live temporaries"},
-                            "), has been released, and ", now, " holds its place now", advice);
-  }
+                                                             const char* call) const;
 
   template <class DataType, class V, class... Extents>
-  [[noreturn]] KBUF_IMPL_COLD void refuse_extents(Extents... extents) const {
-    Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
-  }
+  [[noreturn]] KBUF_IMPL_COLD void refuse_extents(Extents... extents) const;
 
-  [[noreturn]] KBUF_IMPL_COLD void throw_unsatisfiable(std::size_t nbytes, std::size_t a) const {
-    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_, "': cannot allocate ",
-                  nbytes, " bytes aligned to ", a, " in ", Impl::space_name<MemorySpace>(),
-                  ": that is more than any address space holds");
-  }
+  [[noreturn]] KBUF_IMPL_COLD void throw_unsatisfiable(std::size_t nbytes, std::size_t a) const;
 
   execution_space exec_;
   std::size_t alignment_;
@@ -1266,5 +862,7 @@ class BufferAllocator final {
 };
 
 }  // namespace kbuf
+
+#include <kbuf/impl/buffer_allocator_cold.hpp>
 
 #endif  // KBUF_BUFFER_ALLOCATOR_HPP

@@ -1,0 +1,530 @@
+#ifndef KBUF_IMPL_BUFFER_ALLOCATOR_COLD_HPP
+#define KBUF_IMPL_BUFFER_ALLOCATOR_COLD_HPP
+
+/// @file
+/// The out-of-line members of `kbuf::BufferAllocator`: growth and regrowth, fallbacks,
+/// pass-through memory, limits, Kokkos Tools reporting and the error paths. Their declarations
+/// and what each does are in kbuf/buffer_allocator.hpp, which includes this file after the
+/// class. Not part of the API.
+
+#include <kbuf/buffer_allocator.hpp>
+
+namespace kbuf {
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::init(std::size_t sizehint) {
+  KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
+               label_, "' with alignment = ", alignment_,
+               ": the alignment must be a power of two");
+  const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
+  if (Impl::tool_loaded()) {  // before anything decides the hot path: it is off with a tool
+    reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
+  }
+  grow_marks(initial_mark_capacity);
+  charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
+  try {
+    take_buffer(capacity, "kbuf::BufferAllocator");
+  } catch (...) {
+    uncharge(capacity);
+    throw;
+  }
+}
+
+template <class MemorySpace>
+bool BufferAllocator<MemorySpace>::try_charge(std::size_t bytes) noexcept {
+  const std::size_t held_now = held();
+  if (bytes > limit_ || held_now > limit_ - bytes) return false;
+  return budget_ == nullptr || budget_->try_take(bytes);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::uncharge(std::size_t bytes) noexcept {
+  if (budget_ != nullptr) budget_->give_back(bytes);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::charge(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
+  if (bytes != 0 && KBUF_IMPL_UNLIKELY(!try_charge(bytes))) {
+    refuse_limit(bytes, call, what, requested);
+  }
+}
+
+template <class MemorySpace>
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_limit(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
+  ++stats_.limit_refusals;
+  const std::size_t held_now = held();
+  if (bytes > limit_ || held_now > limit_ - bytes) {
+    KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
+                  " bytes would pass the allocator's limit of ", limit_, " bytes: it holds ",
+                  held_now, " (a buffer of ", capacity_, " and ", fallback_held_,
+                  " in fallbacks)");
+  }
+  KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
+                " bytes would pass the combined limit of ", budget_->limit(),
+                " bytes of its pool: its allocators hold ", budget_->held(), " bytes (this one ",
+                held_now, ")");
+}
+
+template <class MemorySpace>
+std::size_t BufferAllocator<MemorySpace>::largest_buffer() const noexcept {
+  std::size_t room = limit_ - fallback_held_;  // fallback_held_ <= held() <= limit_
+  if (budget_ != nullptr) {
+    // This allocator's buffer is part of what the pool holds: no overflow.
+    const std::size_t pool_room = budget_->available() + capacity_;
+    if (pool_room < room) room = pool_room;
+  }
+  return Impl::buffer_size_floor(room);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::free_owned(const Fallback& f) noexcept {
+  if (f.owned_alignment != 0) {
+    ::operator delete(f.memory.data(), std::align_val_t(f.owned_alignment));
+  }
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
+  const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
+  if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
+  try {
+    records_.reserve(records_.size() + 1);  // so that committing cannot fail
+  } catch (const std::bad_alloc&) {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                  "': no host memory left to record a temporary");
+  }
+  if (reporter_ != nullptr) reserve_reports();
+  if (depth_ == 0 && regrow_pending()) return regrow_and_acquire(nbytes, a);
+  return carve_or_fallback(nbytes, a);
+}
+
+template <class MemorySpace>
+void* BufferAllocator<MemorySpace>::carve_or_fallback(std::size_t nbytes, std::size_t a) {
+  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+  const std::size_t used = this->used();
+  // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
+  // type aligned beyond it pads at most (a - alignment_) bytes more.
+  const std::size_t need_start = Impl::align_up(used + extra_, alignment_) + (a - alignment_);
+  const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used, a) - base);
+  if (start <= capacity_ && nbytes <= capacity_ - start) {
+    // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
+    void* p = base_ + start;
+    Impl::unpoison<MemorySpace>(p, nbytes);
+    top_ = base + start + nbytes;
+    set_extra(need_start - start);  // >= 0: the need's padding is the worst case
+    ++depth_;
+    new_peaks();
+    if (reporter_ != nullptr) report_acquired(p, nbytes);
+    return p;
+  }
+  if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
+    throw_unsatisfiable(nbytes, a);
+  }
+  return commit_fallback(take_fallback(nbytes, a, need_start + nbytes), nbytes, a);
+}
+
+template <class MemorySpace>
+template <class DataType, class V, class... Extents>
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::allocate_checked(Extents... extents) {
+  const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
+      [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
+  if (nbytes == 0) {
+    ++stats_.temporaries;
+    return nullptr;
+  }
+  return acquire_slow(nbytes, alignof(typename V::value_type));
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::set_extra(std::size_t extra) noexcept {
+  if (extra == extra_) return;
+  records_.push_back(Record{depth_, extra_});
+  extra_ = extra;
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::new_peaks() noexcept {
+  const std::size_t used = this->used();
+  const std::size_t need = used + extra_;
+  if (need > hwm_) hwm_ = need;
+  if (used > stats_.peak_used) stats_.peak_used = used;
+  update_fast_end();
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::regrow_and_acquire(std::size_t nbytes, std::size_t a) {
+  const std::size_t padding = a - alignment_;  // the most padding at offset 0
+  if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
+    throw_unsatisfiable(nbytes, a);
+  }
+  if (passthrough_) return carve_or_fallback(nbytes, a);  // no buffer: it falls back
+  const std::size_t capacity = regrow_capacity();
+  raw_view spare;
+  if (padding + nbytes > capacity) spare = take_fallback(nbytes, a, padding + nbytes);
+  try {
+    regrow(capacity);
+  } catch (...) {
+    drop_spare(spare, nbytes);  // nothing has changed then
+    throw;
+  }
+  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
+  const std::size_t start = static_cast<std::size_t>(Impl::align_up(base, a) - base);
+  if (spare.data() == nullptr || (start <= capacity_ && nbytes <= capacity_ - start)) {
+    drop_spare(spare, nbytes);
+    // Carves it, or (when a limit kept the buffer below the high-water mark and it does not
+    // fit) serves a fallback; no regrowth is attempted again.
+    return carve_or_fallback(nbytes, a);
+  }
+  return commit_fallback(std::move(spare), nbytes, a);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::drop_spare(raw_view& spare, std::size_t nbytes) noexcept {
+  if (spare.data() == nullptr) return;
+  spare = raw_view();
+  fallback_held_ -= nbytes;
+  uncharge(nbytes);
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::take_fallback(std::size_t nbytes, std::size_t a, std::size_t need) {
+  if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
+    throw_unsatisfiable(nbytes, a);
+  }
+  try {
+    fallbacks_.reserve(fallbacks_.size() + 1);
+  } catch (const std::bad_alloc&) {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                  "': no host memory left to record a fallback of ", nbytes, " bytes");
+  }
+  if (KBUF_IMPL_UNLIKELY(!try_charge(nbytes))) {
+    if (need > hwm_) {
+      hwm_ = need;
+      update_fast_end();  // a regrowth may be pending now
+    }
+    refuse_limit(nbytes, "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
+  }
+  raw_view memory;
+  try {
+    memory = passthrough_
+                 ? take_exact(nbytes, a)
+                 : allocate_raw(nbytes + (a - 1), "::fallback", "kbuf::BufferAllocator::allocate",
+                                "a fallback of", nbytes);
+  } catch (...) {
+    uncharge(nbytes);
+    throw;
+  }
+  fallback_held_ += nbytes;
+  return memory;
+}
+
+template <class MemorySpace>
+typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::take_exact(std::size_t nbytes, std::size_t a) {
+  if constexpr (passthrough_owns_memory) {
+    void* p = nullptr;
+    if (nbytes <= (std::size_t{1} << 62)) {
+      p = ::operator new(nbytes, std::align_val_t(a), std::nothrow);
+    }
+    if (p == nullptr) {
+      KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                    "': cannot allocate a pass-through temporary of ", nbytes, " bytes in ",
+                    Impl::space_name<MemorySpace>());
+    }
+    return raw_view(static_cast<unsigned char*>(p), nbytes);
+  }
+  const auto take = [&](std::size_t front) {
+    return allocate_raw(nbytes + front, "::fallback", "kbuf::BufferAllocator::allocate",
+                        "a fallback of", nbytes);
+  };
+  const auto misalignment = [a](const raw_view& m, std::size_t front) {
+    return static_cast<std::size_t>((reinterpret_cast<std::uintptr_t>(m.data()) + front) % a);
+  };
+  std::size_t front = passthrough_front_ % a;
+  raw_view memory = take(front);
+  const std::size_t off = misalignment(memory, front);
+  if (off == 0) return memory;
+  front = (front + (a - off)) % a;
+  memory = raw_view();
+  memory = take(front);
+  if (misalignment(memory, front) == 0) {
+    passthrough_front_ = front;
+    return memory;
+  }
+  memory = raw_view();
+  return take(a - 1);
+}
+
+template <class MemorySpace>
+void* BufferAllocator<MemorySpace>::commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
+  const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
+  unsigned char* p = memory.data() + (Impl::align_up(addr, a) - addr);
+  if (passthrough_) {  // the slack around the temporary, if any, is out of bounds
+    const std::size_t front = static_cast<std::size_t>(p - memory.data());
+    Impl::poison<MemorySpace>(memory.data(), front);
+    Impl::poison<MemorySpace>(p + nbytes, memory.size() - front - nbytes);
+  }
+  const std::size_t owned = passthrough_owns_memory && passthrough_ ? a : 0;
+  // Cannot throw: reserved.
+  fallbacks_.push_back(Fallback{std::move(memory), nbytes, depth_, owned});
+  ++stats_.fallbacks;
+  stats_.fallback_bytes += nbytes;
+  const std::size_t used = this->used();
+  set_extra(Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used);
+  ++depth_;
+  new_peaks();
+  if (reporter_ != nullptr) report_acquired(p, nbytes);
+  return p;
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::expect_initialized(const char* call) {
+  KBUF_EXPECTS(Kokkos::is_initialized(), call,
+               ": Kokkos is not initialized (is_initialized() "
+               "is false: before Kokkos::initialize or after Kokkos::finalize). Make allocators "
+               "between the two, e.g. under a Kokkos::ScopeGuard in main, not as globals or "
+               "statics: an allocator holds an execution space instance, and Kokkos 5.1 "
+               "requires instances to be made after initialize and destroyed before finalize");
+}
+
+template <class MemorySpace>
+typename BufferAllocator<MemorySpace>::execution_space BufferAllocator<MemorySpace>::default_instance(const char* call) {
+  expect_initialized(call);
+  return execution_space();
+}
+
+template <class MemorySpace>
+typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::allocate_raw(std::size_t nbytes, const char* suffix, const char* call, const char* what, std::size_t requested) {
+  // 2^62 bytes is beyond every address space. Larger sizes must not reach Kokkos: it takes
+  // SIZE_MAX for "no extent" and aborts, and its header arithmetic can overflow.
+  if (KBUF_IMPL_UNLIKELY(nbytes > (std::size_t{1} << 62))) {
+    KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
+                  " bytes (", nbytes, " with alignment slack) in ",
+                  Impl::space_name<MemorySpace>(), ": that is more than any address space holds");
+  }
+  try {
+    return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
+                    nbytes);
+  } catch (const std::exception& e) {
+    KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
+                  " bytes (", nbytes, " with alignment slack) in ",
+                  Impl::space_name<MemorySpace>(), ". Kokkos said: ", e.what());
+  }
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::take_buffer(std::size_t capacity, const char* call) {
+  if (capacity == 0) return;
+  if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - alignment_)) {
+    KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate a buffer of ", capacity,
+                  " bytes aligned to ", alignment_, " in ", Impl::space_name<MemorySpace>(),
+                  ": that is more than any address space holds");
+  }
+  raw_view raw =
+      allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
+  std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
+  if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
+                                                       // past a 256-aligned header
+    // Free and retry with slack once; later buffers take the slack at once, because every
+    // free of device memory synchronises the device (cudaFree, hipFree).
+    raw = raw_view();
+    buffer_slack_ = alignment_ - 1;
+    raw = allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
+    addr = reinterpret_cast<std::uintptr_t>(raw.data());
+  }
+  const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
+  buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
+  base_ = buffer_.data();
+  capacity_ = capacity;
+  top_ = reinterpret_cast<std::uintptr_t>(base_);  // empty: used() == 0
+  update_fast_end();
+  Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::replace_buffer(std::size_t capacity, const char* call) {
+  const std::size_t old_capacity = capacity_;
+  const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
+  if (old_capacity != 0) fence();
+  Impl::unpoison<MemorySpace>(base_, capacity_);
+  buffer_ = raw_view();
+  base_ = nullptr;
+  capacity_ = 0;
+  top_ = 0;
+  update_fast_end();
+  try {
+    take_buffer(capacity, call);
+  } catch (const kbuf::out_of_memory&) {
+    try {
+      take_buffer(old_capacity, call);
+    } catch (const kbuf::out_of_memory&) {  // keeps no buffer; the next growth retries
+    }
+    uncharge(charged - capacity_);
+    throw;
+  }
+  uncharge(charged - capacity_);
+  ++stats_.regrows;
+}
+
+template <class MemorySpace>
+std::size_t BufferAllocator<MemorySpace>::regrow_capacity() const {
+  if (KBUF_IMPL_UNLIKELY(hwm_ > std::numeric_limits<std::size_t>::max() - page_size())) {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                  "': cannot grow the buffer to the high-water mark of ", hwm_, " bytes in ",
+                  Impl::space_name<MemorySpace>(), ": no buffer that large fits in size_t");
+  }
+  std::size_t capacity = buffer_size(hwm_);
+  if (limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr) {
+    const std::size_t largest = largest_buffer();  // growth stops at the limit
+    if (capacity > largest) capacity = largest;
+  }
+  return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::regrow(std::size_t capacity) {
+  if (capacity != capacity_) {
+    if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
+    replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
+  }
+  shrink_ = false;
+  update_fast_end();
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::grow_marks(std::size_t n) {
+  std::unique_ptr<Mark[]> marks;
+  try {
+    marks.reset(new Mark[n]);
+  } catch (const std::bad_alloc&) {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                  "': no host memory left to track ", n, " live checkpoints");
+  }
+  for (std::size_t i = 0; i < nmarks_; ++i) marks[i] = marks_[i];
+  marks_ = std::move(marks);
+  mark_capacity_ = n;
+  update_fast_end();
+}
+
+template <class MemorySpace>
+std::uint64_t BufferAllocator<MemorySpace>::newest() const noexcept {
+  if (nmarks_ != 0 && marks_[nmarks_ - 1].depth == depth_) return marks_[nmarks_ - 1].id;
+  return released_ + depth_;
+}
+
+template <class MemorySpace>
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_checkpoint(const BufferAllocator* owner, std::size_t depth, std::uint64_t id, const char* call) const {
+  KBUF_EXPECTS(owner != nullptr, call, " on allocator '", label_,
+               "': the checkpoint belongs to no allocator (it was default-constructed)");
+  KBUF_EXPECTS(owner == this, call, " on allocator '", label_,
+               "': the checkpoint belongs to another allocator (the one at ",
+               static_cast<const void*>(owner), "; this one is at ",
+               static_cast<const void*>(this), ")");
+  throw_released_checkpoint(depth, id, call);
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_depth, std::size_t cp_used) noexcept {
+  if (reporter_ != nullptr) report_released(cp_depth);
+  if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
+  Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
+  std::size_t keep = fallbacks_.size();
+  while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
+  if (keep != fallbacks_.size()) free_fallbacks(keep);
+  while (!records_.empty() && records_.back().depth >= cp_depth) {
+    extra_ = records_.back().extra;
+    records_.pop_back();
+  }
+  while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp_depth) --nmarks_;
+  released_ += depth_ - cp_depth;
+  depth_ = cp_depth;
+  top_ = reinterpret_cast<std::uintptr_t>(base_) + cp_used;
+  ++stats_.resets;
+  update_fast_end();
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::report_acquired(const void* p, std::size_t nbytes) noexcept {
+  reporter_->acquired(depth_ - 1, p, nbytes);
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::report_released(std::size_t depth) noexcept {
+  reporter_->released(depth_, depth);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::reserve_reports() {
+  if (depth_ < reporter_->capacity()) return;
+  try {
+    reporter_->grow(2 * depth_, depth_);
+  } catch (const std::bad_alloc&) {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
+                  "': no host memory left to report ", depth_ + 1,
+                  " live temporaries to Kokkos Tools");
+  }
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::free_fallbacks(std::size_t keep) noexcept {
+  std::size_t bytes = 0;
+  for (std::size_t i = keep; i < fallbacks_.size(); ++i) {
+    const raw_view& m = fallbacks_[i].memory;
+    Impl::unpoison<MemorySpace>(m.data(), m.size());
+    Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
+    bytes += fallbacks_[i].nbytes;
+  }
+  fence_noexcept();
+  for (std::size_t i = keep; i < fallbacks_.size(); ++i) free_owned(fallbacks_[i]);
+  fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
+  fallback_held_ -= bytes;
+  uncharge(bytes);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::fence_noexcept() noexcept {
+  try {
+    fence();
+  } catch (...) {  // a destructor's fence must not throw
+  }
+}
+
+template <class MemorySpace>
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::throw_released_checkpoint(std::size_t cp_depth, std::uint64_t cp_id, const char* call) const {
+  const std::string head = Impl::concat(call, " on allocator '", label_,
+                                        "': the checkpoint was released by an earlier reset; ");
+  const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
+  if (cp_depth > depth_) {
+    Impl::throw_logic_error(head, "it was taken with ",
+                            Impl::count_of{cp_depth, "temporary", "temporaries"}, " live, and ",
+                            Impl::count_of{depth_, "is", "are"}, " live now", advice);
+  }
+  // The temporary at its place: the newest, or one a later checkpoint recorded.
+  std::uint64_t holder = 0;
+  if (cp_depth == depth_) {
+    holder = newest();
+  } else if (const Mark* m = find_mark(cp_depth)) {
+    holder = m->id;
+  }
+  const std::string now =
+      holder != 0 ? Impl::concat("temporary #", holder) : std::string("a later temporary");
+  Impl::throw_logic_error(head, "temporary #", cp_id, ", the newest when it was taken (of ",
+                          Impl::count_of{cp_depth, "live temporary", "live temporaries"},
+                          "), has been released, and ", now, " holds its place now", advice);
+}
+
+template <class MemorySpace>
+template <class DataType, class V, class... Extents>
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_extents(Extents... extents) const {
+  Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
+}
+
+template <class MemorySpace>
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::throw_unsatisfiable(std::size_t nbytes, std::size_t a) const {
+  KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_, "': cannot allocate ",
+                nbytes, " bytes aligned to ", a, " in ", Impl::space_name<MemorySpace>(),
+                ": that is more than any address space holds");
+}
+
+}  // namespace kbuf
+
+#endif  // KBUF_IMPL_BUFFER_ALLOCATOR_COLD_HPP
