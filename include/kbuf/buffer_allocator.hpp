@@ -501,6 +501,8 @@ class BufferAllocator final {
     init(sizehint);
   }
 
+  // The constructors' common part: checks the alignment, sets up the reporter and the marks,
+  // and takes the first buffer of buffer_size(sizehint) bytes, charged against the limits.
   void init(std::size_t sizehint);
 
   // Takes `bytes` more against the limits (the allocator's and its pool's); false, with nothing
@@ -515,6 +517,7 @@ class BufferAllocator final {
   // for `call`) and what is held.
   void charge(std::size_t bytes, const char* call, const char* what, std::size_t requested);
 
+  // Counts a limit's refusal and raises kbuf::out_of_memory naming the limit that refused.
   [[noreturn]] KBUF_IMPL_COLD void refuse_limit(std::size_t bytes, const char* call,
                                                 const char* what, std::size_t requested);
 
@@ -534,6 +537,7 @@ class BufferAllocator final {
   static constexpr bool passthrough_owns_memory =
       std::is_same<MemorySpace, Kokkos::HostSpace>::value;
 
+  // Frees a fallback's memory if it came from operator new (pass-through in HostSpace).
   static void free_owned(const Fallback& f) noexcept;
 
   // A live temporary that made the need differ more or less from the offset (a fallback, an
@@ -655,6 +659,7 @@ class BufferAllocator final {
   // checked that the need does not overflow.
   void* commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept;
 
+  // kbuf::logic_error for `call` unless Kokkos is initialized.
   static void expect_initialized(const char* call);
 
   // The default instance of execution_space, made only once Kokkos is initialized.
@@ -810,6 +815,7 @@ class BufferAllocator final {
     if (is_valid_here(cp)) release_to(cp);  // a scope's checkpoint is this allocator's
   }
 
+  // fence() for destructors and noexcept paths: an exception it raises is swallowed.
   void fence_noexcept() noexcept;
 
   // Says what a checkpoint that is_valid() refuses lost: the temporaries live when it was
@@ -818,9 +824,11 @@ class BufferAllocator final {
                                                              std::uint64_t cp_id,
                                                              const char* call) const;
 
+  // Raises the kbuf::logic_error for extents that checked_byte_count refused.
   template <class DataType, class V, class... Extents>
   [[noreturn]] KBUF_IMPL_COLD void refuse_extents(Extents... extents) const;
 
+  // kbuf::out_of_memory for a request whose size (with its alignment) overflows size_t.
   [[noreturn]] KBUF_IMPL_COLD void throw_unsatisfiable(std::size_t nbytes, std::size_t a) const;
 
   execution_space exec_;

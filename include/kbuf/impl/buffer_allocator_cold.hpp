@@ -14,8 +14,7 @@ namespace kbuf {
 template <class MemorySpace>
 void BufferAllocator<MemorySpace>::init(std::size_t sizehint) {
   KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
-               label_, "' with alignment = ", alignment_,
-               ": the alignment must be a power of two");
+               label_, "' with alignment = ", alignment_, ": the alignment must be a power of two");
   const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
   if (Impl::tool_loaded()) {  // before anything decides the hot path: it is off with a tool
     reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
@@ -43,21 +42,24 @@ void BufferAllocator<MemorySpace>::uncharge(std::size_t bytes) noexcept {
 }
 
 template <class MemorySpace>
-void BufferAllocator<MemorySpace>::charge(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
+void BufferAllocator<MemorySpace>::charge(std::size_t bytes, const char* call, const char* what,
+                                          std::size_t requested) {
   if (bytes != 0 && KBUF_IMPL_UNLIKELY(!try_charge(bytes))) {
     refuse_limit(bytes, call, what, requested);
   }
 }
 
 template <class MemorySpace>
-[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_limit(std::size_t bytes, const char* call, const char* what, std::size_t requested) {
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_limit(std::size_t bytes,
+                                                                            const char* call,
+                                                                            const char* what,
+                                                                            std::size_t requested) {
   ++stats_.limit_refusals;
   const std::size_t held_now = held();
   if (bytes > limit_ || held_now > limit_ - bytes) {
     KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
                   " bytes would pass the allocator's limit of ", limit_, " bytes: it holds ",
-                  held_now, " (a buffer of ", capacity_, " and ", fallback_held_,
-                  " in fallbacks)");
+                  held_now, " (a buffer of ", capacity_, " and ", fallback_held_, " in fallbacks)");
   }
   KBUF_FAIL_OOM(call, " on allocator '", label_, "': ", what, " ", requested,
                 " bytes would pass the combined limit of ", budget_->limit(),
@@ -84,7 +86,8 @@ void BufferAllocator<MemorySpace>::free_owned(const Fallback& f) noexcept {
 }
 
 template <class MemorySpace>
-KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbytes, std::size_t type_alignment) {
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbytes,
+                                                                std::size_t type_alignment) {
   const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
   if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
   try {
@@ -152,7 +155,8 @@ void BufferAllocator<MemorySpace>::new_peaks() noexcept {
 }
 
 template <class MemorySpace>
-KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::regrow_and_acquire(std::size_t nbytes, std::size_t a) {
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::regrow_and_acquire(std::size_t nbytes,
+                                                                      std::size_t a) {
   const std::size_t padding = a - alignment_;  // the most padding at offset 0
   if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - padding)) {
     throw_unsatisfiable(nbytes, a);
@@ -187,7 +191,8 @@ void BufferAllocator<MemorySpace>::drop_spare(raw_view& spare, std::size_t nbyte
 }
 
 template <class MemorySpace>
-KBUF_IMPL_COLD typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::take_fallback(std::size_t nbytes, std::size_t a, std::size_t need) {
+KBUF_IMPL_COLD typename BufferAllocator<MemorySpace>::raw_view
+BufferAllocator<MemorySpace>::take_fallback(std::size_t nbytes, std::size_t a, std::size_t need) {
   if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
     throw_unsatisfiable(nbytes, a);
   }
@@ -219,7 +224,8 @@ KBUF_IMPL_COLD typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<M
 }
 
 template <class MemorySpace>
-typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::take_exact(std::size_t nbytes, std::size_t a) {
+typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::take_exact(
+    std::size_t nbytes, std::size_t a) {
   if constexpr (passthrough_owns_memory) {
     void* p = nullptr;
     if (nbytes <= (std::size_t{1} << 62)) {
@@ -255,7 +261,8 @@ typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::ta
 }
 
 template <class MemorySpace>
-void* BufferAllocator<MemorySpace>::commit_fallback(raw_view memory, std::size_t nbytes, std::size_t a) noexcept {
+void* BufferAllocator<MemorySpace>::commit_fallback(raw_view memory, std::size_t nbytes,
+                                                    std::size_t a) noexcept {
   const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(memory.data());
   unsigned char* p = memory.data() + (Impl::align_up(addr, a) - addr);
   if (passthrough_) {  // the slack around the temporary, if any, is out of bounds
@@ -287,27 +294,30 @@ void BufferAllocator<MemorySpace>::expect_initialized(const char* call) {
 }
 
 template <class MemorySpace>
-typename BufferAllocator<MemorySpace>::execution_space BufferAllocator<MemorySpace>::default_instance(const char* call) {
+typename BufferAllocator<MemorySpace>::execution_space
+BufferAllocator<MemorySpace>::default_instance(const char* call) {
   expect_initialized(call);
   return execution_space();
 }
 
 template <class MemorySpace>
-typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::allocate_raw(std::size_t nbytes, const char* suffix, const char* call, const char* what, std::size_t requested) {
+typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::allocate_raw(
+    std::size_t nbytes, const char* suffix, const char* call, const char* what,
+    std::size_t requested) {
   // 2^62 bytes is beyond every address space. Larger sizes must not reach Kokkos: it takes
   // SIZE_MAX for "no extent" and aborts, and its header arithmetic can overflow.
   if (KBUF_IMPL_UNLIKELY(nbytes > (std::size_t{1} << 62))) {
     KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
-                  " bytes (", nbytes, " with alignment slack) in ",
-                  Impl::space_name<MemorySpace>(), ": that is more than any address space holds");
+                  " bytes (", nbytes, " with alignment slack) in ", Impl::space_name<MemorySpace>(),
+                  ": that is more than any address space holds");
   }
   try {
     return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
                     nbytes);
   } catch (const std::exception& e) {
     KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate ", what, " ", requested,
-                  " bytes (", nbytes, " with alignment slack) in ",
-                  Impl::space_name<MemorySpace>(), ". Kokkos said: ", e.what());
+                  " bytes (", nbytes, " with alignment slack) in ", Impl::space_name<MemorySpace>(),
+                  ". Kokkos said: ", e.what());
   }
 }
 
@@ -319,8 +329,7 @@ void BufferAllocator<MemorySpace>::take_buffer(std::size_t capacity, const char*
                   " bytes aligned to ", alignment_, " in ", Impl::space_name<MemorySpace>(),
                   ": that is more than any address space holds");
   }
-  raw_view raw =
-      allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
+  raw_view raw = allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
   std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
   if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
                                                        // past a 256-aligned header
@@ -412,18 +421,20 @@ std::uint64_t BufferAllocator<MemorySpace>::newest() const noexcept {
 }
 
 template <class MemorySpace>
-[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_checkpoint(const BufferAllocator* owner, std::size_t depth, std::uint64_t id, const char* call) const {
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_checkpoint(
+    const BufferAllocator* owner, std::size_t depth, std::uint64_t id, const char* call) const {
   KBUF_EXPECTS(owner != nullptr, call, " on allocator '", label_,
                "': the checkpoint belongs to no allocator (it was default-constructed)");
   KBUF_EXPECTS(owner == this, call, " on allocator '", label_,
                "': the checkpoint belongs to another allocator (the one at ",
-               static_cast<const void*>(owner), "; this one is at ",
-               static_cast<const void*>(this), ")");
+               static_cast<const void*>(owner), "; this one is at ", static_cast<const void*>(this),
+               ")");
   throw_released_checkpoint(depth, id, call);
 }
 
 template <class MemorySpace>
-KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_depth, std::size_t cp_used) noexcept {
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_depth,
+                                                               std::size_t cp_used) noexcept {
   if (reporter_ != nullptr) report_released(cp_depth);
   if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
   Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
@@ -443,7 +454,8 @@ KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_de
 }
 
 template <class MemorySpace>
-KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::report_acquired(const void* p, std::size_t nbytes) noexcept {
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::report_acquired(const void* p,
+                                                                  std::size_t nbytes) noexcept {
   reporter_->acquired(depth_ - 1, p, nbytes);
 }
 
@@ -489,7 +501,8 @@ void BufferAllocator<MemorySpace>::fence_noexcept() noexcept {
 }
 
 template <class MemorySpace>
-[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::throw_released_checkpoint(std::size_t cp_depth, std::uint64_t cp_id, const char* call) const {
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::throw_released_checkpoint(
+    std::size_t cp_depth, std::uint64_t cp_id, const char* call) const {
   const std::string head = Impl::concat(call, " on allocator '", label_,
                                         "': the checkpoint was released by an earlier reset; ");
   const char* advice = ". Reset in LIFO order: to a checkpoint, then only to older ones";
@@ -514,12 +527,14 @@ template <class MemorySpace>
 
 template <class MemorySpace>
 template <class DataType, class V, class... Extents>
-[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_extents(Extents... extents) const {
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_extents(
+    Extents... extents) const {
   Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
 }
 
 template <class MemorySpace>
-[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::throw_unsatisfiable(std::size_t nbytes, std::size_t a) const {
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::throw_unsatisfiable(
+    std::size_t nbytes, std::size_t a) const {
   KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_, "': cannot allocate ",
                 nbytes, " bytes aligned to ", a, " in ", Impl::space_name<MemorySpace>(),
                 ": that is more than any address space holds");
