@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <string>
 
-#include "harness.hpp"
+#include <kbuf_timing/harness.hpp>
 
 namespace kbuf_bench {
+
+using namespace kbuf_timing;  // the timing harness (src/timing)
 
 struct Options {
   bool quick = false;    // a few seconds in all: the CI smoke test

@@ -11,6 +11,7 @@
 // Prints tables; --csv writes every figure (bench/plot.py turns it into PNG plots). No figure is
 // asserted; the exit status is non-zero only if kbuf needed a fallback after a workload's first
 // round (a functional failure), or on bad arguments.
+#include <kbuf/impl/kokkos_version.hpp>  // the version printed beside the results
 #include <kbuf/kbuf.hpp>
 
 #include <algorithm>
@@ -21,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include <kbuf_timing/harness.hpp>
 #include "bench_common.hpp"
-#include "harness.hpp"
 #include "policies.hpp"
 #include "tensoroperations_model.hpp"
 

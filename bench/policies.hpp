@@ -20,7 +20,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "harness.hpp"
+#include <kbuf_timing/harness.hpp>
 
 #if defined(__has_include)
 #if __has_include(<memory_resource>)
@@ -33,6 +33,8 @@
 #endif
 
 namespace kbuf_bench {
+
+using namespace kbuf_timing;  // the timing harness (src/timing)
 
 using memory_space = kbuf::default_memory_space;
 using execution_space = kbuf::default_execution_space;
@@ -346,7 +348,7 @@ struct MixedShapes {
 };
 
 template <class P>
-KBUF_BENCH_NOINLINE void mixed_round(P& p, const MixedShapes& s) {
+KBUF_TIMING_NOINLINE void mixed_round(P& p, const MixedShapes& s) {
   using LR = Kokkos::LayoutRight;
   using LL = Kokkos::LayoutLeft;
   auto mark = p.begin();
@@ -378,7 +380,7 @@ struct UniformShape {
 };
 
 template <class P>
-KBUF_BENCH_NOINLINE void uniform_round(
+KBUF_TIMING_NOINLINE void uniform_round(
     P& p, const UniformShape& s, typename P::template view_t<double*, Kokkos::LayoutRight>* slots) {
   auto mark = p.begin();
   const std::size_t count = s.count;

@@ -126,10 +126,13 @@ end-to-end section, need no Kokkos Kernels).")
   set(${out} "${_msg}" PARENT_SCOPE)
 endfunction()
 
-# kbuf_find_kokkoskernels(): find_package(KokkosKernels REQUIRED), beside the Kokkos found first;
-# fails with kbuf_kokkoskernels_mismatch_message() unless it was built for that Kokkos. Call after
-# Kokkos was found and kbuf_repair_kokkos_target() ran.
-macro(kbuf_find_kokkoskernels)
+# kbuf_find_kokkoskernels(<mode>): find_package(KokkosKernels), beside the Kokkos found first, and
+# check that it was built for that Kokkos. <mode> REQUIRED (KBUF_ENABLE_KERNELS=ON): a missing or
+# mismatched Kokkos Kernels stops the configure with kbuf_kokkoskernels_mismatch_message(). <mode>
+# AUTO: sets KBUF_KERNELS_FOUND to ON when a matching one is found, else OFF, with
+# KBUF_KERNELS_WHY_NOT saying why (a mismatch is said with a warning). Call after Kokkos was
+# found and kbuf_repair_kokkos_target() ran.
+macro(kbuf_find_kokkoskernels mode)
   # Facts about the Kokkos found, taken before Kokkos Kernels' package can touch them.
   set(_kbuf_kokkos_version "${Kokkos_VERSION}")
   set(_kbuf_kokkos_dir "${Kokkos_DIR}")
@@ -141,13 +144,37 @@ macro(kbuf_find_kokkoskernels)
     get_filename_component(_kbuf_p4 "${Kokkos_DIR}/../../../.." ABSOLUTE)
     set(_kbuf_hints HINTS "${_kbuf_p3}" "${_kbuf_p4}")
   endif()
-  find_package(KokkosKernels REQUIRED ${_kbuf_hints})
-  kbuf_check_kokkoskernels()
+  if("${mode}" STREQUAL "REQUIRED")
+    find_package(KokkosKernels QUIET ${_kbuf_hints})
+    if(NOT KokkosKernels_FOUND)
+      message(FATAL_ERROR "kbuf: KBUF_ENABLE_KERNELS=ON, but Kokkos Kernels was not found (looked "
+                          "beside the Kokkos at ${_kbuf_kokkos_dir} first, then in the default "
+                          "places). Pass -DKokkosKernels_ROOT=<its install prefix>, or "
+                          "-DKBUF_ENABLE_KERNELS=AUTO (or OFF) to build without the applications.")
+    endif()
+    kbuf_check_kokkoskernels(FATAL_ERROR)
+    set(KBUF_KERNELS_FOUND ON)
+  else()
+    find_package(KokkosKernels QUIET ${_kbuf_hints})
+    set(KBUF_KERNELS_FOUND OFF)
+    if(NOT KokkosKernels_FOUND)
+      set(KBUF_KERNELS_WHY_NOT "Kokkos Kernels was not found")
+    else()
+      kbuf_check_kokkoskernels(WARNING)
+      if(KBUF_KOKKOSKERNELS_MISMATCH)
+        set(KBUF_KERNELS_WHY_NOT "the Kokkos Kernels found was not built for the Kokkos found")
+      else()
+        set(KBUF_KERNELS_FOUND ON)
+      endif()
+    endif()
+  endif()
 endmacro()
 
-# kbuf_check_kokkoskernels(): gathers the facts of the found Kokkos (_kbuf_kokkos_* variables
-# set by kbuf_find_kokkoskernels) and Kokkos Kernels and fails on a mismatch.
-function(kbuf_check_kokkoskernels)
+# kbuf_check_kokkoskernels(<FATAL_ERROR|WARNING>): gathers the facts of the found Kokkos
+# (_kbuf_kokkos_* variables set by kbuf_find_kokkoskernels) and Kokkos Kernels; on a mismatch it
+# says why with a message of that type, and sets KBUF_KOKKOSKERNELS_MISMATCH (for WARNING).
+function(kbuf_check_kokkoskernels severity)
+  set(KBUF_KOKKOSKERNELS_MISMATCH OFF PARENT_SCOPE)
   # Include directories of both packages.
   set(_k_inc "")
   if(TARGET Kokkos::kokkos)
@@ -224,7 +251,9 @@ function(kbuf_check_kokkoskernels)
   if(_why)
     kbuf_kokkoskernels_mismatch_message(_msg "${_why}" KERNELS_DIR "${KokkosKernels_DIR}"
       KOKKOS_DIR "${_kbuf_kokkos_dir}" KOKKOS_VERSION "${_kbuf_kokkos_version}")
-    message(FATAL_ERROR "${_msg}")
+    message(${severity} "${_msg}")
+    set(KBUF_KOKKOSKERNELS_MISMATCH ON PARENT_SCOPE)
+    return()
   endif()
   if(_kk_version)
     set(_v "${_kk_version}")

@@ -1,6 +1,6 @@
 # cmake -P script: fails unless a Markdown page (-DREADME=..., the README or a docs/ page)
 # contains, verbatim, the part of the example (-DEXAMPLE=...) between its two "// [<MARKER>]"
-# lines (-DMARKER=..., default usage).
+# lines (-DMARKER=..., default usage), up to the line break before the second marker.
 if(NOT MARKER)
   set(MARKER usage)
 endif()
@@ -16,6 +16,9 @@ endif()
 math(EXPR start "${first} + ${tag_length}")
 math(EXPR length "${last} - ${start}")
 string(SUBSTRING "${example}" ${start} ${length} snippet)
+# The closing marker's indentation is not part of the snippet: copied with it, it would indent
+# the Markdown fence that follows, and a fence indented four spaces does not close its block.
+string(REGEX REPLACE "[ \t]+$" "" snippet "${snippet}")
 string(FIND "${readme}" "${snippet}" found)
 if(found EQUAL -1)
   message(FATAL_ERROR "${README} does not show the usage example of ${EXAMPLE} verbatim; "

@@ -26,8 +26,9 @@
 
 #include <kbuf/kbuf.hpp>
 
-#include "model.hpp"         // the reference model, shared with tests/unit/test_model.cpp
-#include "test_support.hpp"  // the element types, shared with the tests
+#include "model.hpp"           // the reference model, shared with tests/unit/test_model.cpp
+#include "test_support.hpp"    // the element types, shared with the tests
+#include "typed_allocate.hpp"  // run-time type, layout and rank to one allocate call
 
 #include <algorithm>
 #include <cstdint>
@@ -37,6 +38,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -78,7 +80,7 @@ static_assert(kbuf::asan_poisoning_enabled, "the fuzzer checks poisoning: build 
 using kbuf_test::Page;   // aligned to 4096
 using kbuf_test::Pod12;  // 12 bytes, aligned to 4
 using kbuf_test::Wide;   // aligned to 128
-constexpr int kTypes = 7;
+constexpr int kTypes = kbuf_test::element_type_count;
 
 std::uint8_t pattern(std::uint32_t seed, std::size_t i) {
   return static_cast<std::uint8_t>((seed * 2654435761u + static_cast<std::uint32_t>(i) * 40503u) >>
@@ -197,42 +199,25 @@ void record(Got& g, const V& v, const u64* want, int nwant) {
   }
 }
 
-template <class T, class Layout>
-Got allocate_as(Alloc& alloc, const Request& r) {
+Got allocate_typed(Alloc& alloc, const Request& r) {
   Got g;
   try {
     const auto u = [&r](int i) { return static_cast<u64>(r.ext[i]); };
-    switch (r.rank) {
-      case 1:
-        if (r.unsigned_extent) {
-          const std::size_t e = static_cast<std::size_t>(r.uext);
-          const u64 want[] = {r.uext};
-          record(g, alloc.allocate<T*, Layout>(e), want, 1);
-        } else {
-          const u64 want[] = {u(0)};
-          record(g, alloc.allocate<T*, Layout>(r.ext[0]), want, 1);
-        }
-        break;
-      case 2: {
-        const u64 want[] = {u(0), u(1)};
-        record(g, alloc.allocate<T**, Layout>(r.ext[0], r.ext[1]), want, 2);
-        break;
-      }
-      case 3: {
-        const u64 want[] = {u(0), u(1), u(2)};
-        record(g, alloc.allocate<T***, Layout>(r.ext[0], r.ext[1], r.ext[2]), want, 3);
-        break;
-      }
-      case 4: {
-        const u64 want[] = {u(0), u(1), u(2), u(3)};
-        record(g, alloc.allocate<T****, Layout>(r.ext[0], r.ext[1], r.ext[2], r.ext[3]), want, 4);
-        break;
-      }
-      default: {
-        const u64 want[] = {u(0), 3};
-        record(g, alloc.allocate<T* [3], Layout>(r.ext[0]), want, 2);
-        break;
-      }
+    if (r.rank == 1 && r.unsigned_extent) {
+      // The one unsigned extent: a std::size_t, not a long, reaches allocate.
+      const std::size_t e = static_cast<std::size_t>(r.uext);
+      const u64 want[] = {r.uext};
+      kbuf_test::allocate_typed(alloc, r.type, r.left, 1, &e,
+                                [&](const auto& v) { record(g, v, want, 1); });
+    } else {
+      kbuf_test::allocate_typed(alloc, r.type, r.left, r.rank, r.ext, [&](const auto& v) {
+        using V = std::decay_t<decltype(v)>;
+        constexpr int rank = static_cast<int>(V::rank);
+        constexpr int dynamic = static_cast<int>(V::rank_dynamic);
+        u64 want[rank];
+        for (int i = 0; i < rank; ++i) want[i] = i < dynamic ? u(i) : 3;  // T*[3]: extent 3
+        record(g, v, want, rank);
+      });
     }
   } catch (const kbuf::logic_error& e) {
     g.error = 1;
@@ -250,40 +235,11 @@ Got allocate_as(Alloc& alloc, const Request& r) {
   return g;
 }
 
-template <class T>
-Got allocate_layout(Alloc& alloc, const Request& r) {
-  return r.left ? allocate_as<T, Kokkos::LayoutLeft>(alloc, r)
-                : allocate_as<T, Kokkos::LayoutRight>(alloc, r);
-}
-
-Got allocate_typed(Alloc& alloc, const Request& r) {
-  switch (r.type) {
-    case 0:
-      return allocate_layout<unsigned char>(alloc, r);
-    case 1:
-      return allocate_layout<float>(alloc, r);
-    case 2:
-      return allocate_layout<double>(alloc, r);
-    case 3:
-      return allocate_layout<Pod12>(alloc, r);
-    case 4:
-      return allocate_layout<Kokkos::complex<double>>(alloc, r);
-    case 5:
-      return allocate_layout<Wide>(alloc, r);
-    default:
-      return allocate_layout<Page>(alloc, r);
-  }
-}
-
 std::size_t type_size(int type) {
-  static const std::size_t s[] = {
-      1, 4, 8, 12, sizeof(Kokkos::complex<double>), sizeof(Wide), sizeof(Page)};
-  return s[type];
+  return kbuf_test::element_sizes[type];
 }
 std::size_t type_align(int type) {
-  static const std::size_t a[] = {
-      1, 4, 8, 4, alignof(Kokkos::complex<double>), alignof(Wide), alignof(Page)};
-  return a[type];
+  return kbuf_test::element_aligns[type];
 }
 
 // The model's verdict on a request's byte count: 0 ok (bytes set), 1 bad input (logic_error).

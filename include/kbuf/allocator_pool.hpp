@@ -22,112 +22,13 @@
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
 #include <kbuf/impl/budget.hpp>
+#include <kbuf/impl/pool_thread_cache.hpp>
+#include <kbuf/impl/published_statistics.hpp>
 
 namespace kbuf {
 
 template <class MemorySpace>
 class AllocatorPool;
-
-namespace Impl {
-
-/// `Statistics` as an array of words: what a pool publishes and sums. Every member is a
-/// `std::size_t` counter summed over allocators, except the peaks, which take the largest.
-constexpr std::size_t statistics_words = sizeof(Statistics) / sizeof(std::size_t);
-static_assert(std::is_trivially_copyable<Statistics>::value &&
-                  sizeof(Statistics) % sizeof(std::size_t) == 0,
-              "kbuf::AllocatorPool: Statistics must consist of std::size_t members");
-
-inline bool statistics_word_is_peak(std::size_t word) noexcept {
-  return word * sizeof(std::size_t) == offsetof(Statistics, peak_used) ||
-         word * sizeof(std::size_t) == offsetof(Statistics, peak_live);
-}
-
-/// Statistics published by one thread and read by others: a sequence lock with a single
-/// writer (the allocator's owner). Every access is atomic, so readers never race (and
-/// ThreadSanitizer agrees); a reader retries while a write is under way, so it never sees a
-/// torn snapshot. The writer does no read-modify-write: it alone changes the sequence number.
-class PublishedStatistics {
- public:
-  /// Owner thread only.
-  void publish(const Statistics& s) noexcept {
-    std::size_t words[statistics_words];
-    std::memcpy(words, &s, sizeof words);
-    const std::uint64_t seq = seq_.load(std::memory_order_relaxed);
-    seq_.store(seq + 1, std::memory_order_relaxed);  // odd: a write is under way
-    for (std::size_t i = 0; i < statistics_words; ++i) {
-      // release: a reader that sees any new word also sees the odd sequence number after it
-      words_[i].store(words[i], std::memory_order_release);
-    }
-    seq_.store(seq + 2, std::memory_order_release);
-  }
-
-  /// Any thread: the last complete snapshot.
-  Statistics read() const noexcept {
-    std::size_t words[statistics_words];
-    for (;;) {
-      const std::uint64_t before = seq_.load(std::memory_order_acquire);
-      if ((before & 1) != 0) continue;
-      for (std::size_t i = 0; i < statistics_words; ++i) {
-        words[i] = words_[i].load(std::memory_order_acquire);
-      }
-      if (seq_.load(std::memory_order_relaxed) == before) break;
-    }
-    Statistics s;
-    std::memcpy(&s, words, sizeof words);
-    return s;
-  }
-
- private:
-  std::atomic<std::uint64_t> seq_{0};
-  std::atomic<std::size_t> words_[statistics_words] = {};
-};
-
-/// What a pool shares with the threads that took allocators from it. A thread's exit hook
-/// holds it by `shared_ptr`, so a thread that exits after the pool died finds `alive == false`
-/// instead of freed memory.
-struct PoolShared {
-  std::mutex mutex;
-  bool alive = true;             // under mutex
-  std::vector<void*> free_list;  // slots whose thread exited; under mutex
-};
-
-/// One entry of a thread's cache: the pool (by a never-reused id), its slot, its shared state.
-struct PoolCacheEntry {
-  std::uint64_t pool_id;
-  void* slot;
-  std::shared_ptr<PoolShared> shared;
-  void (*on_thread_exit)(void* slot, PoolShared& shared) noexcept;
-};
-
-/// The calling thread's allocators, one per pool it used. Its destructor (at thread exit)
-/// hands each back to its pool, if that pool is still alive.
-struct PoolThreadCache {
-  std::vector<PoolCacheEntry> entries;
-  PoolThreadCache() = default;
-  PoolThreadCache(const PoolThreadCache&) = delete;
-  PoolThreadCache& operator=(const PoolThreadCache&) = delete;
-  ~PoolThreadCache() {
-    for (PoolCacheEntry& e : entries) {
-      std::lock_guard<std::mutex> lock(e.shared->mutex);
-      if (e.shared->alive) e.on_thread_exit(e.slot, *e.shared);
-    }
-  }
-};
-
-inline PoolThreadCache& pool_thread_cache() noexcept {
-  thread_local PoolThreadCache cache;
-  return cache;
-}
-
-/// Reaches into a pool's internals; declared for kbuf's tests, which define it.
-struct PoolTestAccess;
-
-inline std::uint64_t next_pool_id() noexcept {
-  static std::atomic<std::uint64_t> counter{0};
-  return counter.fetch_add(1, std::memory_order_relaxed) + 1;
-}
-
-}  // namespace Impl
 
 /// A thread-safe pool of `BufferAllocator`s: each host thread takes its own with `local()`.
 ///

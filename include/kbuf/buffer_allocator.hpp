@@ -20,6 +20,7 @@
 #include <kbuf/config.hpp>
 #include <kbuf/debug.hpp>
 #include <kbuf/errors.hpp>
+#include <kbuf/impl/allocator_records.hpp>
 #include <kbuf/impl/budget.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
@@ -524,12 +525,8 @@ class BufferAllocator final {
   // The largest buffer the limits leave room for, given the fallbacks held.
   std::size_t largest_buffer() const noexcept;
 
-  struct Fallback {
-    raw_view memory;
-    std::size_t nbytes;
-    std::size_t depth;            // live temporaries before it: a reset to a lower depth frees it
-    std::size_t owned_alignment;  // pass-through in HostSpace: operator new's alignment, else 0
-  };
+  // A live fallback (kbuf/impl/allocator_records.hpp).
+  using Fallback = Impl::FallbackRecord<raw_view>;
 
   // Pass-through in HostSpace takes memory from the aligned operator new, whose bounds are
   // exact (Kokkos 3's HostSpace pads every allocation), and frees it itself; `memory` is then
@@ -540,18 +537,10 @@ class BufferAllocator final {
   // Frees a fallback's memory if it came from operator new (pass-through in HostSpace).
   static void free_owned(const Fallback& f) noexcept;
 
-  // A live temporary that made the need differ more or less from the offset (a fallback, an
-  // over-aligned temporary): the depth and extra_ before it, restored by a reset to below it.
-  struct Record {
-    std::size_t depth;
-    std::size_t extra;
-  };
-
-  // A recorded checkpoint: the temporary numbered `id` was the newest of `depth` live ones.
-  struct Mark {
-    std::size_t depth;
-    std::uint64_t id;
-  };
+  // What a temporary that made the need differ from the offset changed, and a recorded
+  // checkpoint (kbuf/impl/allocator_records.hpp).
+  using Record = Impl::ExtraRecord;
+  using Mark = Impl::CheckpointMark;
 
   // How the hot path stays short, with every guarantee kept:
   // - It runs only while fast_end_ != 0, which update_fast_end() decides whenever the state changes
@@ -871,6 +860,6 @@ class BufferAllocator final {
 
 }  // namespace kbuf
 
-#include <kbuf/impl/buffer_allocator_cold.hpp>
+#include <kbuf/impl/growth_fallbacks_limits.hpp>
 
 #endif  // KBUF_BUFFER_ALLOCATOR_HPP

@@ -9,7 +9,6 @@
 #include <kbuf/buffer_allocator.hpp>
 #include <kbuf/config.hpp>
 #include <kbuf/errors.hpp>
-#include <kbuf/impl/kokkos_version.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
 

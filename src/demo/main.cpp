@@ -1,5 +1,6 @@
 // kbuf-demo: the two-site environment network contracted with kbuf temporaries and, side by
 // side, with fresh managed Views; times, temporaries, buffer figures and errors in one table.
+#include <kbuf/impl/kokkos_version.hpp>  // the version printed beside the results
 #include <kbuf_tensor/kbuf_tensor.hpp>
 
 #include <KokkosKernels_config.h>
@@ -9,7 +10,7 @@
 #endif
 #endif
 
-#include "harness.hpp"  // bench/harness.hpp: the timing harness kbuf-bench uses too
+#include <kbuf_timing/harness.hpp>  // the timing harness kbuf-bench uses too
 
 #include <algorithm>
 #include <atomic>
@@ -212,11 +213,11 @@ const char* gemm_backend() {
   return "Kokkos Kernels' own kernel";
 }
 
-using kbuf_bench::clock_type;
-using kbuf_bench::seconds_since;
+using kbuf_timing::clock_type;
+using kbuf_timing::seconds_since;
 
 double median(std::vector<double> v) {
-  return kbuf_bench::summarize(std::move(v)).median;
+  return kbuf_timing::summarize(std::move(v)).median;
 }
 
 struct Row {

@@ -11,10 +11,13 @@
 
 #include "model.hpp"
 #include "test_support.hpp"
+#include "typed_allocate.hpp"
 
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace kbuf_test;
@@ -50,45 +53,21 @@ struct ModelCheckpoint {
   kbuf_model::Checkpoint model;
 };
 
-constexpr std::size_t type_sizes[] = {1, sizeof(double), sizeof(Pod12), sizeof(Wide),
-                                      sizeof(Kokkos::complex<double>)};
-constexpr std::size_t type_aligns[] = {1, alignof(double), alignof(Pod12), alignof(Wide),
-                                       alignof(Kokkos::complex<double>)};
-
-template <class T, class Layout>
-std::pair<std::uintptr_t, std::uintptr_t> allocate_typed(Alloc& alloc, int rank, const long* e) {
-  auto range = [](const auto& v) {
-    return std::make_pair(begin_of(v), begin_of(v) + v.size() * sizeof(T));
-  };
-  switch (rank) {
-    case 1:
-      return range(alloc.allocate<T*, Layout>(e[0]));
-    case 2:
-      return range(alloc.allocate<T**, Layout>(e[0], e[1]));
-    default:
-      return range(alloc.allocate<T***, Layout>(e[0], e[1], e[2]));
-  }
+// The element types programs draw (by the index drawn, 0 to 4), as indices of the shared list.
+constexpr int model_types[] = {0, 2, 3, 5, 4};  // unsigned char, double, Pod12, Wide, complex
+std::size_t type_size(int type) {
+  return kbuf_test::element_sizes[model_types[type]];
 }
-
-template <class T>
-std::pair<std::uintptr_t, std::uintptr_t> allocate_layout(Alloc& alloc, const Op& op) {
-  return op.left ? allocate_typed<T, Kokkos::LayoutLeft>(alloc, op.rank, op.extents)
-                 : allocate_typed<T, Kokkos::LayoutRight>(alloc, op.rank, op.extents);
+std::size_t type_align(int type) {
+  return kbuf_test::element_aligns[model_types[type]];
 }
 
 std::pair<std::uintptr_t, std::uintptr_t> run_allocate(Alloc& alloc, const Op& op) {
-  switch (op.type) {
-    case 0:
-      return allocate_layout<unsigned char>(alloc, op);
-    case 1:
-      return allocate_layout<double>(alloc, op);
-    case 2:
-      return allocate_layout<Pod12>(alloc, op);
-    case 3:
-      return allocate_layout<Wide>(alloc, op);
-    default:
-      return allocate_layout<Kokkos::complex<double>>(alloc, op);
-  }
+  return kbuf_test::allocate_typed(
+      alloc, model_types[op.type], op.left, op.rank, op.extents, [](const auto& v) {
+        using T = typename std::decay_t<decltype(v)>::value_type;
+        return std::make_pair(begin_of(v), begin_of(v) + v.size() * sizeof(T));
+      });
 }
 
 std::vector<Op> make_program(std::mt19937_64& rng, int length, bool replayable) {
@@ -195,7 +174,7 @@ class Model {
       case OpKind::allocate: {
         std::size_t bytes = 0;
         const std::int64_t extents[3] = {op.extents[0], op.extents[1], op.extents[2]};
-        REQUIRE(kbuf_model::byte_count(type_sizes[op.type], extents, op.rank, &bytes));
+        REQUIRE(kbuf_model::byte_count(type_size(op.type), extents, op.rank, &bytes));
         const std::size_t fallbacks_before = alloc_.statistics().fallbacks;
         const auto [b, e] = run_allocate(alloc_, op);
         if (bytes == 0) {
@@ -203,7 +182,7 @@ class Model {
           REQUIRE(alloc_.used() == m_.used);
           return;
         }
-        const kbuf_model::Plan plan = m_.plan(bytes, type_aligns[op.type]);
+        const kbuf_model::Plan plan = m_.plan(bytes, type_align(op.type));
         REQUIRE(!plan.cannot_be_had());
         if (plan.regrow) {
           sync_buffer();
@@ -212,7 +191,7 @@ class Model {
         } else {
           REQUIRE(alloc_.capacity() == m_.capacity);
         }
-        const std::size_t a = std::max(A, type_aligns[op.type]);
+        const std::size_t a = std::max(A, type_align(op.type));
         REQUIRE(plan.a == a);
         REQUIRE(e - b == bytes);
         REQUIRE(b % a == 0);
@@ -238,7 +217,7 @@ class Model {
       case OpKind::bad_allocate: {
         std::size_t bytes = 0;
         const std::int64_t extents[3] = {op.extents[0], op.extents[1], op.extents[2]};
-        REQUIRE(!kbuf_model::byte_count(type_sizes[op.type], extents, op.rank, &bytes));
+        REQUIRE(!kbuf_model::byte_count(type_size(op.type), extents, op.rank, &bytes));
         const Snapshot before = snapshot();
         REQUIRE_THROWS_AS(run_allocate(alloc_, op), kbuf::logic_error);
         REQUIRE(snapshot() == before);

@@ -2,6 +2,7 @@
 // print them with kbuf::Impl::kokkos_version_string).
 #include <doctest/doctest.h>
 
+#include <kbuf/impl/kokkos_version.hpp>
 #include <kbuf/kbuf.hpp>
 
 #include <string>

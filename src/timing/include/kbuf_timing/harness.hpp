@@ -1,8 +1,9 @@
-// A small benchmark harness: optimisation barriers, interleaved timing of several strategies,
-// order statistics, aligned tables and CSV output. Self-made so that one process prints every
+// Timing and reporting code shared by kbuf-bench and the applications in src/ (target
+// kbuf_timing): optimisation barriers, interleaved timing of several strategies, order
+// statistics, aligned tables and CSV output. Self-made so that one process prints every
 // strategy's figures and its ratio to kbuf side by side.
-#ifndef KBUF_BENCH_HARNESS_HPP
-#define KBUF_BENCH_HARNESS_HPP
+#ifndef KBUF_TIMING_HARNESS_HPP
+#define KBUF_TIMING_HARNESS_HPP
 
 #include <algorithm>
 #include <atomic>
@@ -15,14 +16,14 @@
 #include <utility>
 #include <vector>
 
-namespace kbuf_bench {
+namespace kbuf_timing {
 
 /// Keeps a function out of line: one call per round for every strategy alike, and a symbol that
 /// profilers (callgrind) can attribute instructions to.
 #if defined(__GNUC__) || defined(__clang__)
-#define KBUF_BENCH_NOINLINE __attribute__((noinline))
+#define KBUF_TIMING_NOINLINE __attribute__((noinline))
 #else
-#define KBUF_BENCH_NOINLINE
+#define KBUF_TIMING_NOINLINE
 #endif
 
 // ---- Optimisation barriers (as benchmark::DoNotOptimize / ClobberMemory) -------------------
@@ -201,6 +202,6 @@ inline std::string bytes_label(std::size_t n) {
   return std::to_string(n) + " " + units[u];
 }
 
-}  // namespace kbuf_bench
+}  // namespace kbuf_timing
 
-#endif  // KBUF_BENCH_HARNESS_HPP
+#endif  // KBUF_TIMING_HARNESS_HPP

@@ -1,5 +1,5 @@
-#ifndef KBUF_IMPL_BUFFER_ALLOCATOR_COLD_HPP
-#define KBUF_IMPL_BUFFER_ALLOCATOR_COLD_HPP
+#ifndef KBUF_IMPL_GROWTH_FALLBACKS_LIMITS_HPP
+#define KBUF_IMPL_GROWTH_FALLBACKS_LIMITS_HPP
 
 /// @file
 /// The out-of-line members of `kbuf::BufferAllocator`: growth and regrowth, fallbacks,
@@ -542,4 +542,4 @@ template <class MemorySpace>
 
 }  // namespace kbuf
 
-#endif  // KBUF_IMPL_BUFFER_ALLOCATOR_COLD_HPP
+#endif  // KBUF_IMPL_GROWTH_FALLBACKS_LIMITS_HPP
