@@ -32,6 +32,7 @@ int world_size() {
 constexpr int n = 64;  // doubles in the message: an eager message in every MPI
 constexpr int tag_ready = 11;
 constexpr int tag_data = 12;
+constexpr int tag_done = 13;
 constexpr double sent = 42.0;     // what rank 0 sends
 constexpr double written = -1.0;  // what rank 1 writes into the next temporary
 
@@ -39,23 +40,30 @@ struct EarlyExit : std::runtime_error {
   EarlyExit() : std::runtime_error("early exit between the post and the wait") {}
 };
 
-// Rank 0's side of the scenario: waits until rank 1 has posted its receive, then sends.
+// Rank 0's side of the scenario: waits until rank 1 has posted its receive, then sends the data
+// (synchronously: it returns once rank 1 has matched it, i.e. written it into the receive
+// buffer wherever that is now) and then "done".
 void send_when_ready() {
   int ready = 0;
   MPI_Recv(&ready, 1, MPI_INT, 1, tag_ready, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   std::vector<double> data(n, sent);
-  MPI_Send(data.data(), n, MPI_DOUBLE, 1, tag_data, MPI_COMM_WORLD);
+  MPI_Ssend(data.data(), n, MPI_DOUBLE, 1, tag_data, MPI_COMM_WORLD);
+  const int done = 1;
+  MPI_Send(&done, 1, MPI_INT, 1, tag_done, MPI_COMM_WORLD);
 }
 
 // Rank 1's side, after its early exit: the next temporary takes the memory of the receive
-// buffer, the program writes into it, the leaked requests (none with the guard) complete, and
-// the temporary must still hold what the program wrote. Returns the number of elements the
-// message overwrote.
+// buffer, the program writes into it, rank 0 says "done" (by then the data message has been
+// delivered: into the receive buffer if it was still allocated, else into this temporary), the
+// leaked requests (none with the guard) are completed, and the temporary must still hold what
+// the program wrote. Returns the number of elements the message overwrote.
 int overwritten_after(Alloc& alloc, const void* receive_buffer, std::vector<MPI_Request>& leaked) {
   auto scope = alloc.scope();
   auto next = alloc.allocate<double*>(n);
   CHECK(static_cast<const void*>(next.data()) == receive_buffer);  // LIFO: the same memory
   for (int i = 0; i < n; ++i) next(i) = written;
+  int done = 0;
+  MPI_Recv(&done, 1, MPI_INT, 0, tag_done, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   if (!leaked.empty()) {
     MPI_Waitall(static_cast<int>(leaked.size()), leaked.data(), MPI_STATUSES_IGNORE);
   }
