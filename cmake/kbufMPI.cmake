@@ -8,7 +8,8 @@
 #   <argument>...
 # labelled `mpi`, with PROCESSORS <n>. With Open MPI the preflags also get --oversubscribe (more
 # ranks than cores, as on small CI machines) and --allow-run-as-root (CI roots and containers;
-# harmless for other users). PROPERTIES are set on the test after those.
+# harmless for other users). In AddressSanitizer builds LeakSanitizer skips Open MPI's own
+# allocations (tests/mpi/lsan.supp). PROPERTIES are set on the test after those.
 
 # Open MPI's mpirun refuses root without the flag and more ranks than cores without the other.
 set(KBUF_MPIEXEC_PREFLAGS ${MPIEXEC_PREFLAGS})
@@ -30,6 +31,14 @@ function(kbuf_add_mpi_test name)
   add_test(NAME ${name}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${arg_RANKS}
                    ${KBUF_MPIEXEC_PREFLAGS} ${executable} ${MPIEXEC_POSTFLAGS} ${arg_COMMAND})
-  set_tests_properties(${name} PROPERTIES LABELS mpi PROCESSORS ${arg_RANKS} TIMEOUT 120
-                                          ${arg_PROPERTIES})
+  set_tests_properties(${name} PROPERTIES LABELS mpi PROCESSORS ${arg_RANKS} TIMEOUT 120)
+  if(KBUF_SANITIZERS MATCHES "address")
+    # Open MPI keeps memory until exit, some of it in components it has unloaded by then (whose
+    # frames only the slow unwinder attributes).
+    set_property(TEST ${name} PROPERTY ENVIRONMENT
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/mpi/lsan.supp:fast_unwind_on_malloc=0")
+  endif()
+  if(arg_PROPERTIES)
+    set_tests_properties(${name} PROPERTIES ${arg_PROPERTIES})
+  endif()
 endfunction()

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -203,7 +204,9 @@ TEST_CASE("RequestGuard: memory released under a pending request is reported onc
     auto in = alloc.allocate<double*>(8);
     guard.irecv(in, r, 3, MPI_COMM_WORLD);
   }  // releases `in` while its receive is pending
-  guard.isend(out, r, 3, MPI_COMM_WORLD);
+  // An empty message completes the receive without writing into the released memory (which
+  // AddressSanitizer builds poison).
+  guard.isend(Kokkos::subview(out, std::make_pair(0, 0)), r, 3, MPI_COMM_WORLD);
   CHECK_THROWS_WITH_AS(guard.wait(),
                        "kbuf::mpi::RequestGuard::wait() on allocator 'nested': the memory of 1 of "
                        "2 pending requests was released before they completed (a scope or reset "
