@@ -7,6 +7,8 @@
 #   liblapack-dev libblas-dev         the liblapack.so / libblas.so that Debian's Kokkos Kernels
 #                                     names in its CMake targets but does not depend on
 #   doctest-dev                       the test framework
+#   libopenmpi-dev openmpi-bin        Open MPI: kbuf/mpi.hpp's tests and the halo-exchange
+#                                     example, run under mpirun (KBUF_ENABLE_MPI)
 #
 #   scripts/install-deps.sh [PACKAGE...]         the list above and the named packages
 #   scripts/install-deps.sh --only PACKAGE...    only the named packages (e.g. clang-format)
@@ -17,7 +19,7 @@ if [ "${1:-}" = "--only" ]; then
   packages=("$@")
 else
   packages=(g++ make cmake python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
-            liblapack-dev libblas-dev doctest-dev "$@")
+            liblapack-dev libblas-dev doctest-dev libopenmpi-dev openmpi-bin "$@")
 fi
 missing=()
 for p in "${packages[@]}"; do
