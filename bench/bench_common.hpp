@@ -16,13 +16,14 @@ struct Options {
   bool quick = false;    // a few seconds in all: the CI smoke test
   TimingOptions timing;  // repetitions, sample length
   std::string csv_path;  // --csv FILE
-  std::string sections = "round,pair,live,size,warmup,tensor";
-  std::size_t max_live = 4096;                   // largest live count in the live-count scaling
+  std::string sections = "round,pair,live,size,warmup,threads,tensor";
+  std::string threads = "1,2";  // --threads LIST: host thread counts of the threaded section
+  std::size_t max_live = 4096;  // largest live count in the live-count scaling
   std::size_t max_size = std::size_t{64} << 20;  // largest temporary in the size scaling
   std::size_t tensor_max_d = 128;                // largest bond dimension end to end
   // --profile SECTION:STRATEGY:ROUNDS runs exactly ROUNDS untimed rounds of one strategy of the
-  // round or pair section (after its warm-up) and nothing else: for instruction counts
-  // (callgrind, perf stat), diffed against ROUNDS = 0.
+  // round, pair or threads section (after its warm-up; threads: on one thread) and nothing else:
+  // for instruction counts (callgrind, perf stat), diffed against ROUNDS = 0.
   std::string profile_section, profile_strategy;
   std::size_t profile_rounds = 0;
 };
@@ -44,6 +45,10 @@ struct Context {
 /// The end-to-end section (bench_tensor.cpp); it prints why it is skipped when the build has no
 /// tensor-network workload library.
 void section_tensor(Context& c);
+
+/// The threaded section (bench_threads.cpp): N host threads each run the round against their
+/// own allocator, kbuf's pool against general-purpose allocators and pmr resources.
+void section_threads(Context& c);
 
 }  // namespace kbuf_bench
 

@@ -3,14 +3,15 @@
 //
 //   kbuf-bench [--quick] [--reps N] [--min-sample-ms X] [--csv FILE] [--sections LIST]
 //              [--max-live N] [--max-size BYTES] [--tensor-max-d D]
-//              [--profile SECTION:STRATEGY:ROUNDS]
+//              [--threads LIST] [--profile SECTION:STRATEGY:ROUNDS]
 //
 // Sections: round (8 mixed temporaries per scope), pair (one allocate/reset), live (cost per
 // temporary vs live count), size (vs size), warmup (rounds until zero fallbacks: kbuf vs a
-// TensorOperations-style high-water mark), tensor (time per contraction, kbuf vs fresh Views).
-// Prints tables; --csv writes every figure (bench/plot.py turns it into PNG plots). No figure is
-// asserted; the exit status is non-zero only if kbuf needed a fallback after a workload's first
-// round (a functional failure), or on bad arguments.
+// TensorOperations-style high-water mark), threads (the round on N host threads at once: kbuf's
+// pool against mimalloc, jemalloc, TBB, glibc malloc, pmr and Kokkos::MemoryPool), tensor (time per
+// contraction, kbuf vs fresh Views). Prints tables; --csv writes every figure (bench/plot.py turns
+// it into PNG plots). No figure is asserted; the exit status is non-zero only if kbuf needed a
+// fallback after a workload's first round (a functional failure), or on bad arguments.
 #include <kbuf/impl/kokkos_version.hpp>  // the version printed beside the results
 #include <kbuf/kbuf.hpp>
 
@@ -562,6 +563,8 @@ int main(int argc, char* argv[]) {
       o.csv_path = value();
     } else if (a == "--sections") {
       o.sections = value();
+    } else if (a == "--threads") {
+      o.threads = value();
     } else if (a == "--max-live") {
       o.max_live = std::strtoul(value(), nullptr, 10);
     } else if (a == "--max-size") {
@@ -613,6 +616,7 @@ int main(int argc, char* argv[]) {
   if (c.wants("live")) section_live(c);
   if (c.wants("size")) section_size(c);
   if (c.wants("warmup")) section_warmup(c);
+  if (c.wants("threads")) section_threads(c);
   if (c.wants("tensor")) section_tensor(c);
   if (!o.profile_section.empty()) return 0;
   print_summary(c);

@@ -10,6 +10,11 @@
 #   libopenmpi-dev openmpi-bin        Open MPI: kbuf/mpi.hpp's tests and the halo-exchange
 #                                     example, run under mpirun (KBUF_ENABLE_MPI)
 #
+# Optional, for the benchmark only (not installed by default): libmimalloc-dev libjemalloc-dev
+# libtbb-dev, the general-purpose allocators kbuf-bench's threaded section compares the pool
+# with. The cost guard (scripts/check-instructions.sh) passes them, so that CI's comparison
+# covers them all; a build without them runs the section without them.
+#
 #   scripts/install-deps.sh [PACKAGE...]         the list above and the named packages
 #   scripts/install-deps.sh --only PACKAGE...    only the named packages (e.g. clang-format)
 set -euo pipefail

@@ -97,6 +97,37 @@ TEST_CASE("a fallback past the limit raises out_of_memory, records the need, cha
   CHECK(alloc.held() == 4_KiB);
 }
 
+TEST_CASE("a fallback past the limit by one byte or by far is refused") {
+  Alloc alloc(4_KiB);
+  alloc.limit(4_KiB + 8000);
+  auto a = alloc.allocate<unsigned char*>(4_KiB);  // fills the buffer: what follows falls back
+  (void)a;
+  REQUIRE(alloc.used() == 4_KiB);
+  REQUIRE(alloc.held() == 4_KiB);
+  const auto cp = alloc.checkpoint();
+  const State before = state_of(alloc);
+  std::size_t refusals = 0;
+  for (const std::size_t n : {std::size_t{8001}, std::size_t{8000} + 4_KiB, std::size_t{1} << 40,
+                              std::numeric_limits<std::size_t>::max() / 2}) {
+    CAPTURE(n);
+    const std::string what = oom_message([&] { (void)alloc.allocate<unsigned char*>(n); });
+    CHECK(has(what, "a fallback of " + std::to_string(n) + " bytes"));
+    CHECK(has(what, "limit of " + std::to_string(4_KiB + 8000) + " bytes"));
+    check_same(before, state_of(alloc));
+    CHECK(alloc.statistics().limit_refusals == ++refusals);
+  }
+  alloc.reset(cp);  // still valid: nothing was added after it
+
+  auto b = alloc.allocate<unsigned char*>(8000);  // exactly at the limit: served
+  CHECK(alloc.held() == alloc.limit());
+  CHECK(alloc.live_fallbacks() == 1);
+  (void)b;
+  CHECK(oom_message([&] { (void)alloc.allocate<unsigned char*>(1); }) != "");  // one byte past
+  CHECK(alloc.live_fallbacks() == 1);
+  alloc.reset();
+  CHECK(alloc.held() == 4_KiB);
+}
+
 TEST_CASE("growth stops at the largest buffer the limit leaves room for") {
   Alloc alloc(4_KiB);
   (void)alloc.allocate<double*>(4096);  // 32 KiB: a fallback (no limit yet)
