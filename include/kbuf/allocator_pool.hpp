@@ -135,7 +135,7 @@ class AllocatorPool final {
     for (const Impl::PoolCacheEntry& e : Impl::pool_thread_cache().entries) {
       if (e.pool_id == id_) {
         Slot& slot = *static_cast<Slot*>(e.slot);
-        slot.published.publish(slot.alloc.statistics());
+        slot.published.publish(slot.alloc.current_statistics());
         return slot.alloc;
       }
     }
@@ -272,7 +272,7 @@ class AllocatorPool final {
   // A thread exits (its cache is destroyed); the pool is alive and its mutex is held.
   static void give_back(void* p, Impl::PoolShared& shared) noexcept {
     Slot& slot = *static_cast<Slot*>(p);
-    slot.published.publish(slot.alloc.statistics());
+    slot.published.publish(slot.alloc.current_statistics());
     if (!slot.alloc.empty()) {
 #if KBUF_ENABLE_DEBUG
       Impl::debug_abort(Impl::concat(

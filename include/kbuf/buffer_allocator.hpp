@@ -412,15 +412,7 @@ class BufferAllocator final {
   }
 
   /// The allocator's counters.
-  [[nodiscard]] Statistics statistics() const noexcept {
-    Statistics s = stats_;
-    // stats_.temporaries: the zero-sized ones; released_ + depth_: every other temporary
-    // since construction, numbered_base_ of them before the measurement region.
-    s.temporaries += released_ + depth_ - numbered_base_ - stats_.fallbacks;
-    if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
-    if (depth_ > s.peak_live) s.peak_live = depth_;
-    return s;
-  }
+  [[nodiscard]] Statistics statistics() const noexcept { return current_statistics(); }
 
   /// Sets the most bytes the allocator may hold: its buffer (`capacity()`) and its live
   /// fallbacks (the bytes their temporaries take) together. A fallback or a `resize` that would
@@ -486,6 +478,18 @@ class BufferAllocator final {
 
  private:
   static constexpr std::size_t initial_mark_capacity = 32;
+
+  // statistics(), always inlined: AllocatorPool::local() publishes it on every call.
+  KBUF_IMPL_ALWAYS_INLINE Statistics current_statistics() const noexcept {
+    Statistics s = stats_;
+    // stats_.temporaries: the zero-sized ones; released_ + depth_: every other temporary
+    // since construction, numbered_base_ of them before the measurement region.
+    s.temporaries += released_ + depth_ - numbered_base_ - stats_.fallbacks;
+    if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
+    if (depth_ > s.peak_live) s.peak_live = depth_;
+    return s;
+  }
+
   // The least alignment the hot path serves (types aligned up to it need no check there); every
   // default alignment is above it. Allocators with a smaller one take acquire_slow throughout.
   static constexpr std::size_t fast_alignment = 16;
