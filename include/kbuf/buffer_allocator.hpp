@@ -412,7 +412,9 @@ class BufferAllocator final {
   }
 
   /// The allocator's counters.
-  [[nodiscard]] Statistics statistics() const noexcept { return current_statistics(); }
+  [[nodiscard]] Statistics statistics() const noexcept {
+    return current_statistics();
+  }
 
   /// Sets the most bytes the allocator may hold: its buffer (`capacity()`) and its live
   /// fallbacks (the bytes their temporaries take) together. A fallback or a `resize` that would
