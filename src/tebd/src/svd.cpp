@@ -84,8 +84,18 @@ SvdResult truncated_svd(Temporaries& tmp, const Vector& m, std::size_t rows, std
       Kokkos::deep_copy(exec, a, m);
       exec.fence();
     };
-    auto alloc_double = [&](std::size_t n) { return tmp.allocate<double>(n).data(); };
-    auto alloc_int = [&](std::size_t n) { return tmp.allocate<int>(n).data(); };
+    // The handles are kept until LAPACK is done: a fresh managed View lives only as long as
+    // one does (a kbuf temporary until the caller's scope ends).
+    Vector work;
+    Kokkos::View<int*, Kokkos::LayoutRight, space> iwork;
+    auto alloc_double = [&](std::size_t n) {
+      work = tmp.allocate<double>(n);
+      return work.data();
+    };
+    auto alloc_int = [&](std::size_t n) {
+      iwork = tmp.allocate<int>(n);
+      return iwork.data();
+    };
     copy_input();
     if (!lapack_svd(true, a.data(), rows, cols, r.s.data(), r.u.data(), r.vt.data(), alloc_double,
                     alloc_int)) {
