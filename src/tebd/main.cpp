@@ -245,7 +245,7 @@ bool gapped(Model model, double field) {
 // The largest error accepted, and what it is measured as. With the default schedule: for
 // chi >= 32, 1e-6 absolute (gapped Ising) and 1e-4 relative (critical or near-critical
 // chains); below, bounds that grow as chi falls (measured errors are well inside them).
-// With the quick schedule: 1e-3 relative, a check that the run is not wrong, not that it is
+// With the quick schedule: 1e-2 relative, a check that the run is not wrong, not that it is
 // converged.
 struct Tolerance {
   double value;
@@ -253,7 +253,7 @@ struct Tolerance {
 };
 
 Tolerance tolerance(Model model, double field, std::size_t chi, bool quick) {
-  if (quick) return {1e-3, true};
+  if (quick) return {1e-2, true};
   if (gapped(model, field)) {
     if (chi >= 32) return {1e-6, false};
     if (chi >= 16) return {1e-5, false};
