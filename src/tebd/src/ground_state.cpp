@@ -73,6 +73,32 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
     return t;
   };
 
+  // The bond dimensions after every update. The largest sizes are all in use once both bonds
+  // have been updated after the last new maximum of either (an update of bond x reads both
+  // dimensions; its SVD's size is set by the other bond's): fallbacks from then on are those
+  // "after chi reached its maximum".
+  std::size_t largest[2] = {st.chi(0), st.chi(1)};
+  bool pending[2] = {true, true};
+  auto track = [&](int x) {
+    bool grew = false;
+    for (int b = 0; b < 2; ++b) {
+      if (st.chi(b) > largest[b]) {
+        largest[b] = st.chi(b);
+        grew = true;
+      }
+    }
+    if (grew) {  // this update read the old dimensions: both bonds wait again
+      pending[0] = pending[1] = true;
+      return;
+    }
+    if (!pending[0] && !pending[1]) return;
+    pending[x] = false;
+    if (!pending[0] && !pending[1]) {
+      r.step_chi_reached = step;
+      r.fallbacks_before_chi_reached = alloc != nullptr ? alloc->statistics().fallbacks : 0;
+    }
+  };
+
   for (const Stage& stage : p.schedule.stages) {
     const double dt = stage.dt;
     const Tensor half = to_tensor(imaginary_time_gate(h, dt / 2), "kbuf_tebd::gate(dt/2)");
@@ -87,6 +113,7 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
       auto update = [&](int x, const Tensor& gate) {
         const UpdateInfo info = update_bond(tmp, st, x, gate, p.chi, p.cutoff, p.faults);
         r.svd_fallback = r.svd_fallback || info.svd_fallback;
+        track(x);
       };
       update(0, half);
       for (std::size_t i = 0; i + 1 < n; ++i) {
@@ -119,19 +146,10 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
   r.steps = step;
   r.seconds = seconds();
   r.temporaries = tmp.count() - count0;
-  // The first check at which both bonds had their largest dimension of the run.
-  std::size_t largest[2] = {0, 0};
-  for (const TracePoint& t : r.trace) {
-    largest[0] = std::max(largest[0], t.chi_bonds[0]);
-    largest[1] = std::max(largest[1], t.chi_bonds[1]);
-  }
   r.chi_reached = std::max(largest[0], largest[1]);
-  for (const TracePoint& t : r.trace) {
-    if (t.chi_bonds[0] == largest[0] && t.chi_bonds[1] == largest[1]) {
-      r.step_chi_reached = t.step;
-      r.fallbacks_before_chi_reached = t.fallbacks;
-      break;
-    }
+  if (pending[0] || pending[1]) {  // grew until the end
+    r.step_chi_reached = step;
+    r.fallbacks_before_chi_reached = alloc != nullptr ? alloc->statistics().fallbacks : 0;
   }
   if (alloc != nullptr) {
     const kbuf::Statistics s = alloc->statistics();
