@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# The README's first command: installs what is missing, builds kbuf-demo (Release) and runs the
-# main job. Extra arguments go to kbuf-demo (try --help).
+# The README's first command: installs what is missing, builds the main jobs (Release) and runs
+# them: kbuf-demo (the two-site environment network, kbuf against fresh managed Views), then a
+# short kbuf-tebd (iTEBD ground states of the Ising chain at h = 0.5 and 1 and of the Heisenberg
+# chain, chi = 16, every strategy), whose energies are printed beside the exact ones.
+# Arguments go to kbuf-demo (try --help; kbuf-tebd --help for the other).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 build=${KBUF_BUILD_DIR:-build-release}
 # The `release` preset (CMakePresets.json); KBUF_CMAKE_ARGS adds or overrides options.
 cmake --preset release -B "$build" ${KBUF_CMAKE_ARGS:-} >/dev/null
-cmake --build "$build" --target kbuf-demo -j "$(nproc)"
-exec "$build/src/demo/kbuf-demo" "$@"
+cmake --build "$build" --target kbuf-demo kbuf-tebd -j "$(nproc)"
+status=0
+"$build/src/demo/kbuf-demo" "$@" || status=$?
+echo
+echo "== kbuf-tebd: ground-state energies per site, every temporary of a step from kbuf"
+"$build/src/tebd/kbuf-tebd" --model ising --field 0.5,1 --chi 16 --strategy all || status=$?
+"$build/src/tebd/kbuf-tebd" --model heisenberg --chi 16 --strategy all || status=$?
+exit "$status"
