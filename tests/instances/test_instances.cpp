@@ -22,7 +22,7 @@ namespace {
 using kbuf_test::ToolEvent;
 using kbuf_test::ToolRecorder;
 
-using space = kbuf::default_memory_space;
+using space = kbuf_test::space;  // the default space, or the foreign one (test_support.hpp)
 using exec_space = space::execution_space;
 using Alloc = kbuf::BufferAllocator<space>;
 

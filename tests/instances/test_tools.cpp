@@ -20,7 +20,7 @@ using kbuf_test::ToolEvent;
 using kbuf_test::ToolRecorder;
 using namespace kbuf::literals;
 
-using space = kbuf::default_memory_space;
+using space = kbuf_test::space;  // the default space, or the foreign one (test_support.hpp)
 using Alloc = kbuf::BufferAllocator<space>;
 
 bool is_temporary(const ToolEvent& e) {

@@ -13,6 +13,7 @@
 
 using namespace kbuf_rel;
 using namespace kbuf::literals;
+using kbuf_test::Alloc;  // the default space, or the foreign one (test_support.hpp)
 
 static_assert(KBUF_ENABLE_DEBUG == 1, "kbuf-test-debug must be compiled with KBUF_ENABLE_DEBUG=1");
 
@@ -25,6 +26,10 @@ bool all_nan(const View& v) {
     if (!std::isnan(h.data()[i])) return false;
   }
   return h.span() > 0;
+}
+
+bool bytes_are(const void* p, std::size_t n, unsigned char byte) {
+  return space_bytes_are<Alloc::memory_space>(p, n, byte);
 }
 
 }  // namespace
@@ -44,14 +49,14 @@ TEST_CASE("debug checks are on and the fill byte makes doubles and floats NaN") 
 }
 
 TEST_CASE("a new buffer is filled: an uninitialised temporary reads NaN") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto v = alloc.allocate<double*>(100);
   CHECK(all_nan(v));
-  CHECK(all_bytes_are(alloc.buffer().data(), alloc.capacity(), kbuf::debug_fill_byte));
+  CHECK(bytes_are(alloc.buffer().data(), alloc.capacity(), kbuf::debug_fill_byte));
 }
 
 TEST_CASE("released bytes are filled, live ones keep their values") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto keep = alloc.allocate<double*>(8);
   Kokkos::deep_copy(keep, 3.0);
   const auto cp = alloc.checkpoint();
@@ -60,13 +65,14 @@ TEST_CASE("released bytes are filled, live ones keep their values") {
   Kokkos::deep_copy(gone, 1.0);
   Kokkos::deep_copy(gone2, 2.0f);
   alloc.reset(cp);
-  CHECK(all_bytes_are(gone.data(), 8 * sizeof(double), kbuf::debug_fill_byte));
-  CHECK(all_bytes_are(gone2.data(), 15 * sizeof(float), kbuf::debug_fill_byte));
-  for (int i = 0; i < 8; ++i) CHECK(keep(i) == 3.0);
+  CHECK(bytes_are(gone.data(), 8 * sizeof(double), kbuf::debug_fill_byte));
+  CHECK(bytes_are(gone2.data(), 15 * sizeof(float), kbuf::debug_fill_byte));
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), keep);
+  for (int i = 0; i < 8; ++i) CHECK(h(i) == 3.0);
 }
 
 TEST_CASE("memory handed out again after a reset reads NaN, not the old values") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto first = alloc.allocate<double*>(32);
   Kokkos::deep_copy(first, 42.0);
   alloc.reset();
@@ -76,18 +82,18 @@ TEST_CASE("memory handed out again after a reset reads NaN, not the old values")
 }
 
 TEST_CASE("a scope's end fills what it releases") {
-  HostAlloc alloc(4_KiB);
-  HostAlloc::view<double*> escaped;
+  Alloc alloc(4_KiB);
+  Alloc::view<double*> escaped;
   {
     auto s = alloc.scope();
     escaped = alloc.allocate<double*>(16);
     Kokkos::deep_copy(escaped, 7.0);
   }
-  CHECK(all_bytes_are(escaped.data(), 16 * sizeof(double), kbuf::debug_fill_byte));
+  CHECK(bytes_are(escaped.data(), 16 * sizeof(double), kbuf::debug_fill_byte));
 }
 
 TEST_CASE("released fallbacks are filled before they are freed") {
-  HostAlloc alloc(256);
+  Alloc alloc(256);
   auto fallback = alloc.allocate<double*>(500);
   REQUIRE(alloc.live_fallbacks() == 1);
   Kokkos::deep_copy(fallback, 5.0);
@@ -99,7 +105,7 @@ TEST_CASE("released fallbacks are filled before they are freed") {
     DeallocationWatcher watcher([&](const std::string& label, const void*, std::uint64_t) {
       if (label.find("fallback") == std::string::npos) return;
       ++checked;
-      filled = all_bytes_are(begin, nbytes, kbuf::debug_fill_byte);  // still allocated here
+      filled = bytes_are(begin, nbytes, kbuf::debug_fill_byte);  // still allocated here
     });
     alloc.reset();
   }
@@ -123,10 +129,10 @@ TEST_CASE("the default memory space is filled too (device spaces through deep_co
 
 TEST_CASE("scopes ended in LIFO order do not abort") {
   const ChildResult r = run_in_child([] {
-    HostAlloc alloc(1_KiB);
-    auto outer = std::make_unique<HostAlloc::Scope>(alloc.scope());
+    Alloc alloc(1_KiB);
+    auto outer = std::make_unique<Alloc::Scope>(alloc.scope());
     auto t = alloc.allocate<double*>(4);
-    auto inner = std::make_unique<HostAlloc::Scope>(alloc.scope());
+    auto inner = std::make_unique<Alloc::Scope>(alloc.scope());
     auto u = alloc.allocate<double*>(4);
     (void)t;
     (void)u;
@@ -139,9 +145,9 @@ TEST_CASE("scopes ended in LIFO order do not abort") {
 
 TEST_CASE("a scope ended out of LIFO order aborts with a message naming the allocator") {
   const ChildResult r = run_in_child([] {
-    HostAlloc alloc(Kokkos::DefaultHostExecutionSpace(), 1_KiB, 64, "lifo-test");
-    auto outer = std::make_unique<HostAlloc::Scope>(alloc.scope());
-    auto inner = std::make_unique<HostAlloc::Scope>(alloc.scope());
+    Alloc alloc(kbuf_test::space::execution_space(), 1_KiB, 64, "lifo-test");
+    auto outer = std::make_unique<Alloc::Scope>(alloc.scope());
+    auto inner = std::make_unique<Alloc::Scope>(alloc.scope());
     outer.reset();  // the outer scope first: out of order
     inner.reset();
   });
@@ -153,9 +159,9 @@ TEST_CASE("a scope ended out of LIFO order aborts with a message naming the allo
 
 TEST_CASE("an allocator destroyed while a scope is live aborts with a message") {
   const auto body = [](bool end_scope_first) {
-    auto alloc = std::make_unique<HostAlloc>(Kokkos::DefaultHostExecutionSpace(), 1_KiB, 64,
-                                             std::string("dying-test"));
-    auto scope = std::make_unique<HostAlloc::Scope>(alloc->scope());
+    auto alloc = std::make_unique<Alloc>(kbuf_test::space::execution_space(), 1_KiB, 64,
+                                         std::string("dying-test"));
+    auto scope = std::make_unique<Alloc::Scope>(alloc->scope());
     if (end_scope_first) {
       scope.reset();
     } else {
@@ -172,7 +178,7 @@ TEST_CASE("an allocator destroyed while a scope is live aborts with a message") 
 }
 
 TEST_CASE("a scope whose checkpoint an explicit reset released ends quietly in debug builds") {
-  HostAlloc alloc(1_KiB);
+  Alloc alloc(1_KiB);
   auto first = alloc.allocate<double*>(4);
   (void)first;
   {
@@ -187,7 +193,7 @@ TEST_CASE("a scope whose checkpoint an explicit reset released ends quietly in d
 }
 
 TEST_CASE("a moved scope keeps its place in the LIFO order") {
-  HostAlloc alloc(1_KiB);
+  Alloc alloc(1_KiB);
   const auto make = [&alloc] {
     auto s = alloc.scope();
     return s;

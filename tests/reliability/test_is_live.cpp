@@ -6,9 +6,10 @@
 
 using namespace kbuf_rel;
 using namespace kbuf::literals;
+using kbuf_test::Alloc;  // the default space, or the foreign one (test_support.hpp)
 
 TEST_CASE("is_live: a carved temporary and its subviews are live until a reset releases them") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto a = alloc.allocate<double**>(4, 5);
   const auto cp = alloc.checkpoint();
   auto b = alloc.allocate<float*>(10);
@@ -29,8 +30,8 @@ TEST_CASE("is_live: a carved temporary and its subviews are live until a reset r
 }
 
 TEST_CASE("is_live: a scope's temporaries stop being live when it ends") {
-  HostAlloc alloc(4_KiB);
-  HostAlloc::view<int*> escaped;
+  Alloc alloc(4_KiB);
+  Alloc::view<int*> escaped;
   {
     auto s = alloc.scope();
     escaped = alloc.allocate<int*>(16);
@@ -40,7 +41,7 @@ TEST_CASE("is_live: a scope's temporaries stop being live when it ends") {
 }
 
 TEST_CASE("is_live: fallbacks are live until the reset that frees them") {
-  HostAlloc alloc(256);
+  Alloc alloc(256);
   auto carved = alloc.allocate<double*>(4);
   const auto cp = alloc.checkpoint();
   auto fallback = alloc.allocate<double*>(1000);
@@ -53,31 +54,31 @@ TEST_CASE("is_live: fallbacks are live until the reset that frees them") {
 }
 
 TEST_CASE("is_live: memory the allocator does not hold is never live") {
-  HostAlloc alloc(4_KiB);
-  HostAlloc other(4_KiB);
+  Alloc alloc(4_KiB);
+  Alloc other(4_KiB);
   auto mine = alloc.allocate<double*>(8);
   auto theirs = other.allocate<double*>(8);
-  Kokkos::View<double*, Kokkos::HostSpace> managed("managed", 8);
+  Kokkos::View<double*, kbuf_test::space> managed("managed", 8);
   CHECK(alloc.is_live(mine));
   CHECK(!alloc.is_live(theirs));
   CHECK(!other.is_live(mine));
   CHECK(!alloc.is_live(managed));
   // A view reaching past the used part of the buffer is not inside a live temporary.
-  HostAlloc::view<double*> beyond(mine.data(), 9);
+  Alloc::view<double*> beyond(mine.data(), 9);
   CHECK(!alloc.is_live(beyond));
 }
 
 TEST_CASE("is_live: a view that holds no memory cannot dangle") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto empty = alloc.allocate<double*>(0);
   CHECK(alloc.is_live(empty));
   alloc.reset();
   CHECK(alloc.is_live(empty));
-  CHECK(alloc.is_live(HostAlloc::view<double*>()));
+  CHECK(alloc.is_live(Alloc::view<double*>()));
 }
 
 TEST_CASE("is_live: regrowth and resize make every earlier temporary stale") {
-  HostAlloc alloc(256);
+  Alloc alloc(256);
   auto a = alloc.allocate<double*>(8);
   auto fb = alloc.allocate<double*>(100);
   alloc.reset();
@@ -92,7 +93,7 @@ TEST_CASE("is_live: regrowth and resize make every earlier temporary stale") {
 }
 
 TEST_CASE("is_live: memory handed out again reads live through a stale view (documented limit)") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto first = alloc.allocate<double*>(8);
   alloc.reset();
   CHECK(!alloc.is_live(first));
@@ -105,7 +106,7 @@ TEST_CASE("is_live: strided subviews cover the bytes their extents and strides r
   // A column of a 4x5 LayoutRight temporary touches elements c, c+5, c+10, c+15: 16 elements
   // from its first. View::span() says 20 on the legacy View and 16 on the mdspan View; is_live
   // must answer the same on both, so the last column of the newest temporary is live.
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto a = alloc.allocate<double**>(4, 5);
   REQUIRE(reinterpret_cast<unsigned char*>(a.data() + 20) ==
           alloc.buffer().data() + alloc.used());  // `a` ends where the used part ends
@@ -133,10 +134,10 @@ TEST_CASE("is_live: strided subviews cover the bytes their extents and strides r
 }
 
 TEST_CASE("is_live: a strided view reaching one element past the temporary is not live") {
-  HostAlloc alloc(4_KiB);
+  Alloc alloc(4_KiB);
   auto a = alloc.allocate<double**>(4, 5);
   using strided =
-      Kokkos::View<double*, Kokkos::LayoutStride, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+      Kokkos::View<double*, Kokkos::LayoutStride, kbuf_test::space, Kokkos::MemoryUnmanaged>;
   const strided last_column(a.data() + 4, Kokkos::LayoutStride(4, 5));
   const strided one_more(a.data() + 4, Kokkos::LayoutStride(5, 5));  // element 24 of 20
   CHECK(kbuf::Impl::view_bytes_touched(last_column) == 16 * sizeof(double));

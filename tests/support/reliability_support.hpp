@@ -113,6 +113,25 @@ all_bytes_are(const void* p, std::size_t n, unsigned char byte) {
   return true;
 }
 
+/// all_bytes_are for memory of `MemorySpace`: read in place where the host may touch it, else
+/// through deep_copy into a host mirror (memory the host may not touch is never poisoned).
+template <class MemorySpace>
+bool space_bytes_are(const void* p, std::size_t n, unsigned char byte) {
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace,
+                                           MemorySpace>::accessible) {
+    return all_bytes_are(p, n, byte);
+  } else {
+    // Not a View of const: Kokkos 3.4's deep_copy out of a logical space takes a void* source.
+    Kokkos::View<unsigned char*, MemorySpace, Kokkos::MemoryUnmanaged> bytes(
+        static_cast<unsigned char*>(const_cast<void*>(p)), n);
+    const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), bytes);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (h(i) != byte) return false;
+    }
+    return true;
+  }
+}
+
 /// Calls `on_free(label, ptr, bytes)` for every deallocation Kokkos reports while it lives,
 /// before the memory is freed. One watcher at a time.
 class DeallocationWatcher {

@@ -4,6 +4,8 @@
 
 #include <kbuf/kbuf.hpp>
 
+#include "foreign_space.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -36,7 +38,19 @@ static_assert(sizeof(Pod32) == 32, "Pod32 must be 32 bytes");
 static_assert(alignof(Wide) == 128 && sizeof(Wide) == 128, "Wide must be 128 bytes, aligned");
 static_assert(alignof(Page) == 4096 && sizeof(Page) == 4096, "Page must be a page, aligned");
 
+/// The memory space the tests' allocators live in: the configured default, or, in the
+/// executables that kbuf_add_test(... FOREIGN) builds a second time with
+/// KBUF_TEST_FOREIGN_SPACE=1, the foreign space the host may not touch (foreign_space.hpp).
+#if defined(KBUF_TEST_FOREIGN_SPACE) && KBUF_TEST_FOREIGN_SPACE
+#if !KBUF_TEST_HAVE_FOREIGN_SPACE
+#error "KBUF_TEST_FOREIGN_SPACE=1 needs a Kokkos that provides the foreign space"
+#endif
+using space = foreign_space;
+inline constexpr bool foreign = true;
+#else
 using space = kbuf::default_memory_space;
+inline constexpr bool foreign = false;
+#endif
 using Alloc = kbuf::BufferAllocator<space>;
 
 inline std::uintptr_t address(const void* p) {

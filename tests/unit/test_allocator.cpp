@@ -518,3 +518,14 @@ TEST_CASE("an allocator bound to an instance reports it and its label") {
   CHECK(alloc.buffer().label().find("solver-temps") != std::string::npos);
   (void)alloc.execution_space_instance();
 }
+
+TEST_CASE("the tests' space is the foreign one exactly in the foreign build") {
+  constexpr bool host_accessible =
+      Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, space>::accessible;
+  CHECK(host_accessible == !kbuf_test::foreign);
+  if (kbuf_test::foreign) {
+    Alloc alloc(1_KiB);
+    CHECK(alloc.alignment() == 256);
+    CHECK(address(alloc.buffer().data()) % 256 == 0);
+  }
+}

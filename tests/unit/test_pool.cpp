@@ -20,8 +20,8 @@
 namespace {
 
 using namespace kbuf_test;
-using Pool = kbuf::AllocatorPool<Kokkos::HostSpace>;
-using HostAlloc = Pool::allocator_type;
+using Pool = kbuf::AllocatorPool<kbuf_test::space>;  // the default space, or the foreign one
+using LocalAlloc = Pool::allocator_type;
 
 // A temporary's bytes as 32-bit words (every element size used here is a multiple of 4).
 struct Block {
@@ -36,14 +36,29 @@ Block block_of(const View& v, std::uint32_t tag) {
   return Block{reinterpret_cast<std::uint32_t*>(v.data()), bytes / 4, tag};
 }
 
-void fill(const Block& b) {
-  for (std::size_t i = 0; i < b.count; ++i) b.words[i] = b.tag ^ static_cast<std::uint32_t>(i);
+// The block's words as a view in the pool's space: the host reaches them through deep_copy.
+using Words = Kokkos::View<std::uint32_t*, kbuf_test::space, Kokkos::MemoryUnmanaged>;
+Words words_of(const Block& b) {
+  return Words(b.words, b.count);
 }
 
-// The first word that does not carry the block's pattern, or count if all do.
-std::size_t first_bad(const Block& b) {
+void fill(const Block& b) {
+  std::vector<std::uint32_t> pattern(b.count);
+  for (std::size_t i = 0; i < b.count; ++i) pattern[i] = b.tag ^ static_cast<std::uint32_t>(i);
+  Kokkos::deep_copy(words_of(b),
+                    Kokkos::View<std::uint32_t*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                        pattern.data(), b.count));
+}
+
+// The first word that does not carry the block's pattern (with the word read), or count if all
+// do.
+std::size_t first_bad(const Block& b, std::uint32_t& read) {
+  const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), words_of(b));
   for (std::size_t i = 0; i < b.count; ++i) {
-    if (b.words[i] != (b.tag ^ static_cast<std::uint32_t>(i))) return i;
+    if (h(i) != (b.tag ^ static_cast<std::uint32_t>(i))) {
+      read = h(i);
+      return i;
+    }
   }
   return b.count;
 }
@@ -70,20 +85,21 @@ void stress_thread(Pool& pool, unsigned id, unsigned rounds, ThreadResult& out) 
   std::vector<Block> live;
   auto check_all = [&](unsigned round) {
     for (const Block& b : live) {
-      const std::size_t bad = first_bad(b);
+      std::uint32_t read = 0;
+      const std::size_t bad = first_bad(b, read);
       if (bad != b.count) {
         ++out.bad_words;
         if (out.first_error.empty()) {
           out.first_error = "thread " + std::to_string(id) + " round " + std::to_string(round) +
                             ": word " + std::to_string(bad) + " of a temporary reads " +
-                            std::to_string(b.words[bad]) + ", expected " +
+                            std::to_string(read) + ", expected " +
                             std::to_string(b.tag ^ static_cast<std::uint32_t>(bad));
         }
       }
     }
   };
   for (unsigned round = 0; round < rounds; ++round) {
-    HostAlloc& alloc = pool.local();
+    LocalAlloc& alloc = pool.local();
     if (out.allocator == nullptr) out.allocator = &alloc;
     if (out.allocator != &alloc && out.first_error.empty()) {
       out.first_error = "local() returned another allocator in round " + std::to_string(round);
@@ -178,16 +194,16 @@ TEST_CASE("pool stress: 2, 4 and 8 threads never see another thread's or round's
 
 TEST_CASE("local() gives each thread one allocator, the same on every call") {
   Pool pool;
-  HostAlloc& a = pool.local();
+  LocalAlloc& a = pool.local();
   CHECK(&pool.local() == &a);
   CHECK(pool.size() == 1);
-  const HostAlloc* other = nullptr;
+  const LocalAlloc* other = nullptr;
   std::thread([&] { other = &pool.local(); }).join();
   CHECK(other != nullptr);
   CHECK(other != &a);
   CHECK(pool.size() == 2);
   CHECK(pool.idle() == 1);  // the exited thread's allocator is kept
-  CHECK(a.alignment() == HostAlloc::default_alignment);
+  CHECK(a.alignment() == LocalAlloc::default_alignment);
 }
 
 TEST_CASE("an exited thread's allocator, buffer included, serves the next thread") {
@@ -228,9 +244,10 @@ TEST_CASE("1000 short-lived threads make at most as many allocators as ever ran 
         auto& alloc = pool.local();
         auto s = alloc.scope();
         auto v = alloc.allocate<int*>(64);
-        for (int i = 0; i < 64; ++i) v(i) = static_cast<int>(started + t);
+        Kokkos::deep_copy(v, static_cast<int>(started + t));
+        const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
         for (int i = 0; i < 64; ++i) {
-          if (v(i) != static_cast<int>(started + t)) bad.fetch_add(1);
+          if (h(i) != static_cast<int>(started + t)) bad.fetch_add(1);
         }
       });
     }

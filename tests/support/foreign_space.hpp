@@ -1,0 +1,45 @@
+// A memory space that host code may not touch, for running the suite without a GPU.
+//
+// `kbuf_test::foreign_space` is host memory under a memory space type of its own, which neither
+// the host nor a host execution space may dereference: a View access from host code aborts with
+// "Kokkos::View ERROR: attempt to access inaccessible memory space". Only `Kokkos::deep_copy`
+// and mirrors reach its contents, as with device memory. kbuf takes its non-HostSpace paths in
+// it: the 256-byte default alignment, fallbacks and pass-through through Kokkos' allocation in
+// the space, the debug fill through deep_copy.
+//
+// Kokkos before 4.3 provides such a space: Kokkos::Experimental::LogicalMemorySpace over
+// HostSpace with no shared access (checked with Kokkos 3.4.01). Kokkos 4.3 removed it.
+#ifndef KBUF_TEST_FOREIGN_SPACE_HPP
+#define KBUF_TEST_FOREIGN_SPACE_HPP
+
+#include <Kokkos_Core.hpp>
+
+#if defined(KOKKOS_VERSION) && KOKKOS_VERSION < 40300
+#define KBUF_TEST_HAVE_FOREIGN_SPACE 1
+#else
+#define KBUF_TEST_HAVE_FOREIGN_SPACE 0
+#endif
+
+#if KBUF_TEST_HAVE_FOREIGN_SPACE
+#include <Kokkos_LogicalSpaces.hpp>
+
+namespace kbuf_test {
+
+/// The foreign space's name, as Kokkos Tools and kbuf's messages see it.
+struct ForeignSpaceNamer {
+  static constexpr const char* get_name() { return "KbufForeignSpace"; }
+};
+
+/// Host memory the host may not dereference (see the top of this file).
+using foreign_space = Kokkos::Experimental::LogicalMemorySpace<
+    Kokkos::HostSpace, Kokkos::Serial, ForeignSpaceNamer,
+    Kokkos::Experimental::LogicalSpaceSharesAccess::no_shared_access>;
+
+static_assert(
+    !Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, foreign_space>::accessible,
+    "the foreign space must not be accessible from the host");
+
+}  // namespace kbuf_test
+#endif
+
+#endif  // KBUF_TEST_FOREIGN_SPACE_HPP
