@@ -11,6 +11,9 @@ build=${KBUF_BUILD_DIR:-build-release}
 # The `release` preset (CMakePresets.json); KBUF_CMAKE_ARGS adds or overrides options.
 cmake --preset release -B "$build" ${KBUF_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" --target kbuf-demo kbuf-tebd -j "$(nproc)"
+for arg in "$@"; do
+  case "$arg" in -h | --help) exec "$build/src/demo/kbuf-demo" "$arg" ;; esac
+done
 status=0
 "$build/src/demo/kbuf-demo" "$@" || status=$?
 echo
