@@ -5,8 +5,9 @@
 
 Writes DIR/NAME-live.png (cost per temporary vs live count), DIR/NAME-size.png (vs size),
 DIR/NAME-round.png (the realistic round, one bar per strategy), DIR/NAME-warmup.png (fallbacks
-per round, kbuf vs the TensorOperations-style model) and DIR/NAME-tensor.png (end to end), each
-when the CSV has that section. One line per strategy; shaded bands span p10..p90. Needs
+per round, kbuf vs the TensorOperations-style model), DIR/NAME-tensor.png (end to end) and
+DIR/NAME-threads.png (the round on 1 and 2 threads against other allocators), each when the CSV
+has that section. One line per strategy; shaded bands span p10..p90. Needs
 matplotlib (Debian: python3-matplotlib).
 """
 
@@ -227,6 +228,38 @@ def tensor_plot(meta, rows, fname):
     return fname
 
 
+def threads_plot(meta, rows, fname):
+    rs = [r for r in rows if r["section"] == "threads"]
+    if not rs:
+        return None
+    ns = sorted({int(r["x"]) for r in rs})
+    one = {r["strategy"]: r for r in rs if int(r["x"]) == ns[0]}
+    names = sorted(one, key=lambda s: one[s]["median_ns"])
+    fig, ax = plt.subplots(figsize=(9, 5.5))
+    h = 0.8 / len(ns)
+    for j, n in enumerate(ns):
+        at = {r["strategy"]: r for r in rs if int(r["x"]) == n}
+        ys = [i + (j - (len(ns) - 1) / 2) * h for i in range(len(names))]
+        med = [at[s]["median_ns"] if s in at else 0 for s in names]
+        ax.barh(ys, med, height=h, alpha=0.85, label=f"{n} thread{'s' if n > 1 else ''}")
+        for y, s in zip(ys, names):
+            if s in at:
+                ax.text(at[s]["median_ns"] * 1.15, y, f"{at[s]['median_ns']:.3g}", va="center",
+                        fontsize=7)
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=9)
+    ax.set_xscale("log")
+    ax.set_xlabel("ns per temporary per thread (median of interleaved samples)")
+    ax.set_title(title(meta, "The round on N threads at once, each with its own allocator"),
+                 fontsize=11)
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(fname, dpi=110)
+    plt.close(fig)
+    return fname
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("csv")
@@ -245,6 +278,7 @@ def main():
         round_plot(meta, rows, out("round")),
         warmup_plot(meta, rows, out("warmup")),
         tensor_plot(meta, rows, out("tensor")),
+        threads_plot(meta, rows, out("threads")),
     ]
     for f in made:
         if f:
