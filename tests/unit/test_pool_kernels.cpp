@@ -2,9 +2,9 @@
 // one kbuf::AllocatorPool and run, on kbuf temporaries of sizes that change every round, the
 // kernels a pairwise contraction is made of (fill, permute, matrix product: RangePolicy
 // parallel_for, as kbuf_tensor's permutes; the product stands in for Kokkos Kernels' GEMM,
-// which cannot be dispatched from several threads on Kokkos 3.4's Serial), each round in a scope. ThreadSanitizer runs it
-// (label threads), so the pool's and the allocators' paths meet real kernels from several
-// threads at once; the results are checked against closed forms.
+// which cannot be dispatched from several threads on Kokkos 3.4's Serial), each round in a scope.
+// ThreadSanitizer runs it (label threads), so the pool's and the allocators' paths meet real
+// kernels from several threads at once; the results are checked against closed forms.
 #include <doctest/doctest.h>
 
 #include <kbuf/kbuf.hpp>

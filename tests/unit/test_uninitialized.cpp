@@ -3,7 +3,7 @@
 // before initialize). This executable has its own main: Kokkos is initialized and finalized by
 // the test itself, not by a ScopeGuard.
 #define DOCTEST_CONFIG_IMPLEMENT
-#include <doctest/doctest.h>
+#include "doctest_run.hpp"  // tests/support: the run, and no-match-fails
 
 #include <kbuf/kbuf.hpp>
 
@@ -37,7 +37,7 @@ void check_refused(const char* when) {
 
 TEST_CASE(
     "an allocator made before Kokkos::initialize or after Kokkos::finalize throws "
-    "logic_error naming the call; one made in between works") {
+    "logic_error naming the call, and one made in between works") {
   REQUIRE(!Kokkos::is_initialized());
   check_refused("not yet initialized");
 
@@ -59,7 +59,5 @@ TEST_CASE(
 }
 
 int main(int argc, char** argv) {
-  doctest::Context context;
-  context.applyCommandLine(argc, argv);
-  return context.run();
+  return kbuf_test::run_doctest(argc, argv);
 }
