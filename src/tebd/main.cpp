@@ -9,19 +9,27 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <unistd.h>
+
+#if KBUF_TEBD_MPI
+#include <kbuf/mpi.hpp>
+#endif
 
 namespace {
 
@@ -49,6 +57,7 @@ struct Options {
   std::string csv, trace;
   bool quick = false;
   std::size_t limit = 0;  // 0: none
+  bool help = false;
 };
 
 const char* strategy_name(TemporaryPolicy p) {
@@ -95,6 +104,10 @@ void usage(std::FILE* out) {
       "                    most 400 steps each (for tests; accuracy targets do not apply)\n"
       "  --limit BYTES     kbuf allocators may hold at most BYTES (kbuf::BufferAllocator::limit)\n"
       "  --help            this text\n"
+      "Under mpirun (builds with MPI) the fields are shared round-robin among the ranks, each\n"
+      "with its own pools (--threads works inside a rank); rank 0 prints every run in field\n"
+      "order and the kbuf statistics reduced over the ranks, and writes the CSV and trace\n"
+      "files. Every rank exits with the same status.\n"
       "Exit status:\n"
       "  0  every run met its accuracy target, all strategies agree within %.0e (relative), and\n"
       "     kbuf needed no fallback after the bond dimension reached its largest value\n"
@@ -108,9 +121,14 @@ void usage(std::FILE* out) {
       agreement);
 }
 
+// A bad option: main prints the message (on rank 0) and exits with exit_bad_option.
+class BadOption : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 [[noreturn]] void bad_option(const std::string& message) {
-  std::fprintf(stderr, "kbuf-tebd: %s\nRun 'kbuf-tebd --help' for the options.\n", message.c_str());
-  std::exit(exit_bad_option);
+  throw BadOption(message);
 }
 
 std::size_t parse_positive(const std::string& option, const std::string& text, std::size_t max) {
@@ -145,8 +163,8 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       continue;
     }
     if (arg == "--help" || arg == "-h") {
-      usage(stdout);
-      std::exit(exit_ok);
+      o.help = true;
+      return o;
     }
     std::string value;
     bool has_value = false;
@@ -275,6 +293,7 @@ struct Job {
   RunResult result;
   std::string error;  // an exception's message
   bool out_of_memory = false;
+  kbuf::Statistics statistics{};  // kbuf: the allocator's counters over the run
 };
 
 // One progress line on stderr, overwritten in place; only when stderr is a terminal, and only
@@ -362,15 +381,17 @@ void run_job(const Options& o, Job& job, pool_type& pool, const exec_space& exec
     p.chi = o.chi;
     if (o.quick) p.schedule = Schedule::quick();
     std::unique_ptr<Temporaries> tmp;
+    kbuf::BufferAllocator<space>* alloc = nullptr;
     if (job.strategy == TemporaryPolicy::kbuf) {
-      kbuf::BufferAllocator<space>& alloc = pool.local();
-      if (o.limit != 0) alloc.limit(o.limit);
-      tmp = std::make_unique<Temporaries>(alloc);
+      alloc = &pool.local();
+      if (o.limit != 0) alloc->limit(o.limit);
+      tmp = std::make_unique<Temporaries>(*alloc);
     } else {
       tmp = std::make_unique<Temporaries>(job.strategy, exec);
     }
     const std::string what = describe(o, job.field_index, job.strategy);
     job.result = ground_state(*tmp, p, [&](const TracePoint& t) { progress.report(what, t); });
+    if (alloc != nullptr) job.statistics = alloc->statistics();  // counted from the run's start
   } catch (const std::bad_alloc& e) {  // kbuf::out_of_memory and Kokkos' allocation failures
     job.error = e.what();
     job.out_of_memory = true;
@@ -379,44 +400,237 @@ void run_job(const Options& o, Job& job, pool_type& pool, const exec_space& exec
   }
 }
 
-int run(Options o) {
+// ---- Ranks ---------------------------------------------------------------------------------
+
+// The processes a run is shared among: MPI_COMM_WORLD under mpirun (in builds with MPI), else
+// this process alone. Each rank runs the fields shared_fields gives it, with its own pools;
+// rank 0 prints every run's lines in field order and writes the CSV and trace files.
+struct Ranks {
+  int rank = 0;
+  int size = 1;
+  bool root() const { return rank == 0; }
+};
+
+// The fields of this rank: f = rank, rank + size, ... (all of them on one rank).
+std::vector<std::size_t> shared_fields(std::size_t n, const Ranks& ranks) {
+#if KBUF_TEBD_MPI
+  if (ranks.size > 1) return kbuf::mpi::shared_indices(n, MPI_COMM_WORLD);
+#endif
+  (void)ranks;
+  std::vector<std::size_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = i;
+  return all;
+}
+
+// Texts keyed by job, every rank's on rank 0 in job order (an empty vector on the others).
+using keyed_texts = std::vector<std::pair<std::size_t, std::string>>;
+std::vector<std::string> gather_in_order(keyed_texts mine, const Ranks& ranks) {
+#if KBUF_TEBD_MPI
+  if (ranks.size > 1) return kbuf::mpi::gather_ordered(mine, MPI_COMM_WORLD, 0);
+#endif
+  (void)ranks;
+  std::stable_sort(mine.begin(), mine.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<std::string> texts;
+  for (auto& m : mine) texts.push_back(std::move(m.second));
+  return texts;
+}
+
+// Each flag set on every rank if it is set on any.
+void agree(std::vector<int>& flags, const Ranks& ranks) {
+#if KBUF_TEBD_MPI
+  if (ranks.size > 1) {
+    MPI_Allreduce(MPI_IN_PLACE, flags.data(), static_cast<int>(flags.size()), MPI_INT, MPI_MAX,
+                  MPI_COMM_WORLD);
+  }
+#endif
+  (void)flags;
+  (void)ranks;
+}
+
+#if KBUF_TEBD_MPI
+// The counters of this rank's kbuf runs as one pool's: summed, the peaks the largest.
+kbuf::Statistics combined(const std::vector<Job>& jobs) {
+  std::size_t total[kbuf::Impl::statistics_words] = {};
+  for (const Job& job : jobs) {
+    if (job.strategy != TemporaryPolicy::kbuf || !job.error.empty()) continue;
+    std::size_t words[kbuf::Impl::statistics_words];
+    std::memcpy(words, &job.statistics, sizeof words);
+    for (std::size_t i = 0; i < kbuf::Impl::statistics_words; ++i) {
+      total[i] = kbuf::Impl::statistics_word_is_peak(i) ? std::max(total[i], words[i])
+                                                        : total[i] + words[i];
+    }
+  }
+  kbuf::Statistics s;
+  std::memcpy(static_cast<void*>(&s), total, sizeof total);
+  return s;
+}
+#endif
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+std::string
+format(const char* fmt, ...) {
+  va_list args;
+  va_start(args, fmt);
+  va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  va_end(args);
+  std::string s(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(&s[0], s.size() + 1, fmt, again);
+  va_end(again);
+  return s;
+}
+
+// What one run leaves for rank 0 to print and write, and what it says about the exit status.
+struct JobReport {
+  std::string out, err, csv, trace;
+  bool wrong = false, out_of_memory = false, other = false;
+};
+
+JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) {
+  JobReport rep;
+  const Job& job = jobs[j];
+  const std::string what = describe(o, job.field_index, job.strategy);
+  if (!job.error.empty()) {
+    rep.err = format("kbuf-tebd: %s: %s%s\n", what.c_str(),
+                     job.out_of_memory ? "out of memory: " : "", job.error.c_str());
+    (job.out_of_memory ? rep.out_of_memory : rep.other) = true;
+    return rep;
+  }
+  const RunResult& r = job.result;
+  const double err = std::fabs(r.energy - r.exact);
+  rep.out = format(
+      "%s: energy per site %.10f exact %.10f error %.1e steps %zu seconds %.3f "
+      "(%.1f us per step) chi reached %zu\n",
+      what.c_str(), r.energy, r.exact, err, r.steps, r.seconds, 1e6 * r.seconds / r.steps,
+      r.chi_reached);
+  if (job.strategy == TemporaryPolicy::kbuf) {
+    rep.out += format(
+        "  kbuf statistics: temporaries %zu, fallbacks %zu (%zu before chi reached %zu at step "
+        "%zu, %zu after), regrows %zu, capacity %zu bytes, high-water mark %zu bytes\n",
+        r.temporaries, r.fallbacks, r.fallbacks_before_chi_reached, r.chi_reached,
+        r.step_chi_reached, r.fallbacks_after_chi_reached, r.regrows, r.capacity,
+        r.high_water_mark);
+  } else {
+    rep.out += format("  %s statistics: temporaries %zu (fresh managed Views, no buffer)\n",
+                      strategy_name(job.strategy), r.temporaries);
+  }
+  const Tolerance tol = tolerance(o.model, o.fields[job.field_index], o.chi, o.quick);
+  const double measured = tol.relative ? err / std::fabs(r.exact) : err;
+  if (!(measured <= tol.value)) {
+    rep.err += format("kbuf-tebd: %s: %s error %.2e exceeds %.0e\n", what.c_str(),
+                      tol.relative ? "relative" : "absolute", measured, tol.value);
+    rep.wrong = true;
+  }
+  if (job.strategy == TemporaryPolicy::kbuf && r.fallbacks_after_chi_reached != 0) {
+    rep.err +=
+        format("kbuf-tebd: %s: %zu fallbacks after the bond dimension reached its largest value\n",
+               what.c_str(), r.fallbacks_after_chi_reached);
+    rep.wrong = true;
+  }
+  // Against the first strategy of the same field (the same rank ran it).
+  const Job& first = jobs[j - (j % o.strategies.size())];
+  if (&first != &job && first.error.empty()) {
+    const double diff = std::fabs(r.energy - first.result.energy) / std::fabs(first.result.energy);
+    if (!(diff <= agreement)) {
+      rep.err += format("kbuf-tebd: %s: energy differs from %s's by %.2e (relative)\n",
+                        what.c_str(), strategy_name(first.strategy), diff);
+      rep.wrong = true;
+    }
+  }
+
+  std::ostringstream csv;
+  csv.precision(17);
+  const bool k = job.strategy == TemporaryPolicy::kbuf;
+  csv << to_string(o.model) << ',' << field_text(o, job.field_index) << ',' << o.chi << ','
+      << strategy_name(job.strategy) << ',' << r.steps << ',' << r.energy << ',' << r.exact << ','
+      << err << ',' << r.seconds << ',' << r.temporaries << ',';
+  if (k) {
+    csv << r.fallbacks << ',' << r.regrows << ',' << r.high_water_mark << '\n';
+  } else {
+    csv << ",,\n";
+  }
+  rep.csv = csv.str();
+  return rep;
+}
+
+std::string trace_rows(const Options& o, const Job& job) {
+  std::ostringstream trace;
+  trace.precision(17);
+  for (const TracePoint& t : job.result.trace) {
+    trace << to_string(o.model) << ',' << field_text(o, job.field_index) << ',' << o.chi << ','
+          << strategy_name(job.strategy) << ',' << t.step << ',' << t.dt << ',' << t.energy << ',';
+    if (t.energy_environment != 0) trace << t.energy_environment;
+    trace << ',' << t.lambda_rate << ',' << t.energy_rate << ',' << t.chi << ',' << t.seconds << ','
+          << t.capacity << ',' << t.high_water_mark << ',' << t.peak_used << ',' << t.fallbacks
+          << ',' << t.regrows << ',' << t.temporaries << '\n';
+  }
+  return trace.str();
+}
+
+int run(Options o, const Ranks& ranks, bool threads_may_run) {
+  // Rank 0 writes the files; every rank stops if it cannot.
   std::ofstream csv, trace;
-  if (!o.csv.empty()) {
+  std::vector<int> cannot_write{0};
+  if (ranks.root() && !o.csv.empty()) {
     csv.open(o.csv);
     if (!csv) {
       std::fprintf(stderr, "kbuf-tebd: --csv: cannot write '%s'\n", o.csv.c_str());
-      return exit_other_error;
+      cannot_write[0] = 1;
     }
   }
-  if (!o.trace.empty()) {
+  if (ranks.root() && !cannot_write[0] && !o.trace.empty()) {
     trace.open(o.trace);
     if (!trace) {
       std::fprintf(stderr, "kbuf-tebd: --trace: cannot write '%s'\n", o.trace.c_str());
-      return exit_other_error;
+      cannot_write[0] = 1;
     }
   }
-  o.threads = std::min(o.threads, o.fields.size());
+  agree(cannot_write, ranks);
+  if (cannot_write[0]) return exit_other_error;
+
+  // This rank's fields; thread t of the rank runs its fields t, t + N, ...
+  const std::vector<std::size_t> mine = shared_fields(o.fields.size(), ranks);
+  o.threads = std::max<std::size_t>(1, std::min(o.threads, mine.size()));
   if (serial_kernels_race && o.threads > 1) {
-    std::printf(
-        "kbuf-tebd: --threads %zu: Kokkos %s's Serial backend shares one scratch buffer\n"
-        "           between all kernels without a lock (fixed in Kokkos 3.5), so kernels\n"
-        "           dispatched from several host threads at once race: running 1 thread.\n",
-        o.threads, kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str());
+    if (ranks.root()) {
+      std::printf(
+          "kbuf-tebd: --threads %zu: Kokkos %s's Serial backend shares one scratch buffer\n"
+          "           between all kernels without a lock (fixed in Kokkos 3.5), so kernels\n"
+          "           dispatched from several host threads at once race: running 1 thread.\n",
+          o.threads, kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str());
+    }
     o.threads = 1;
   }
-  std::printf("kbuf-tebd: kbuf %d.%d.%d | Kokkos %s | execution space %s | memory space %s\n",
-              KBUF_VERSION_MAJOR, KBUF_VERSION_MINOR, KBUF_VERSION_PATCH,
-              kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str(), exec_space::name(),
-              space::name());
-  std::printf("iTEBD: two-site cell, second-order Trotter, %s schedule, SVD by LAPACK dgesdd%s\n",
-              o.quick ? "quick" : "default",
-              o.threads > 1 ? (", " + std::to_string(o.threads) + " threads").c_str() : "");
-  std::fflush(stdout);
+  if (!threads_may_run && o.threads > 1) {
+    if (ranks.root()) {
+      std::printf(
+          "kbuf-tebd: --threads %zu: the MPI library cannot run other threads beside the one\n"
+          "           that calls it (MPI_THREAD_FUNNELED not provided): running 1 thread.\n",
+          o.threads);
+    }
+    o.threads = 1;
+  }
+  if (ranks.root()) {
+    std::printf("kbuf-tebd: kbuf %d.%d.%d | Kokkos %s | execution space %s | memory space %s\n",
+                KBUF_VERSION_MAJOR, KBUF_VERSION_MINOR, KBUF_VERSION_PATCH,
+                kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str(), exec_space::name(),
+                space::name());
+    std::string spread;
+    if (o.threads > 1) spread += ", " + std::to_string(o.threads) + " threads";
+    if (ranks.size > 1) spread += ", " + std::to_string(ranks.size) + " ranks";
+    std::printf("iTEBD: two-site cell, second-order Trotter, %s schedule, SVD by LAPACK dgesdd%s\n",
+                o.quick ? "quick" : "default", spread.c_str());
+    std::fflush(stdout);
+  }
 
-  // Jobs in output order: fields, then strategies. Thread t runs the fields t, t + N, ...
+  // This rank's jobs in output order: its fields, then strategies.
   std::vector<Job> jobs;
-  for (std::size_t f = 0; f < o.fields.size(); ++f)
-    for (TemporaryPolicy s : o.strategies) jobs.push_back(Job{f, s, {}, {}, false});
+  for (std::size_t f : mine)
+    for (TemporaryPolicy s : o.strategies) jobs.push_back(Job{f, s, {}, {}, false, {}});
   bool partitioned = false;
   const std::vector<exec_space> instances = thread_instances(o.threads, partitioned);
   // One pool per instance: each thread takes its allocator, bound to its instance, with
@@ -426,11 +640,12 @@ int run(Options o) {
     pools.push_back(std::make_unique<pool_type>(
         instances[i], 0, pool_type::allocator_type::default_alignment, "kbuf-tebd"));
   }
-  Progress progress(isatty(STDERR_FILENO) != 0);
+  Progress progress(ranks.root() && isatty(STDERR_FILENO) != 0);
+  const std::size_t per_field = o.strategies.size();
   auto work = [&](std::size_t t) {
-    for (Job& job : jobs) {
-      if (job.field_index % o.threads != t) continue;
-      run_job(o, job, *pools[t % pools.size()], instances[t], progress);
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+      if ((j / per_field) % o.threads != t) continue;
+      run_job(o, jobs[j], *pools[t % pools.size()], instances[t], progress);
     }
   };
   if (o.threads == 1) {
@@ -442,130 +657,171 @@ int run(Options o) {
   }
   progress.clear();
 
-  bool ok = true, oom = false, other = false;
+  // Every run's lines, in field order on rank 0.
+  std::vector<int> flags{0, 0, 0};  // wrong result, out of memory, other error
+  keyed_texts outs, errs, rows, traces;
+  std::size_t late_fallbacks = 0;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    const Job& job = jobs[j];
-    const std::string what = describe(o, job.field_index, job.strategy);
-    if (!job.error.empty()) {
-      std::fprintf(stderr, "kbuf-tebd: %s: %s%s\n", what.c_str(),
-                   job.out_of_memory ? "out of memory: " : "", job.error.c_str());
-      (job.out_of_memory ? oom : other) = true;
-      continue;
+    const std::size_t key = jobs[j].field_index * per_field + j % per_field;
+    const JobReport rep = report(o, jobs, j);
+    flags[0] |= rep.wrong ? 1 : 0;
+    flags[1] |= rep.out_of_memory ? 1 : 0;
+    flags[2] |= rep.other ? 1 : 0;
+    outs.emplace_back(key, rep.out);
+    errs.emplace_back(key, rep.err);
+    if (!rep.csv.empty()) rows.emplace_back(key, rep.csv);
+    if (!o.trace.empty()) traces.emplace_back(key, trace_rows(o, jobs[j]));
+    if (jobs[j].error.empty() && jobs[j].strategy == TemporaryPolicy::kbuf) {
+      late_fallbacks += jobs[j].result.fallbacks_after_chi_reached;
     }
-    const RunResult& r = job.result;
-    const double err = std::fabs(r.energy - r.exact);
-    std::printf(
-        "%s: energy per site %.10f exact %.10f error %.1e steps %zu seconds %.3f "
-        "(%.1f us per step) chi reached %zu\n",
-        what.c_str(), r.energy, r.exact, err, r.steps, r.seconds, 1e6 * r.seconds / r.steps,
-        r.chi_reached);
-    if (job.strategy == TemporaryPolicy::kbuf) {
-      std::printf(
-          "  kbuf statistics: temporaries %zu, fallbacks %zu (%zu before chi reached %zu at step "
-          "%zu, %zu after), regrows %zu, capacity %zu bytes, high-water mark %zu bytes\n",
-          r.temporaries, r.fallbacks, r.fallbacks_before_chi_reached, r.chi_reached,
-          r.step_chi_reached, r.fallbacks_after_chi_reached, r.regrows, r.capacity,
-          r.high_water_mark);
-    } else {
-      std::printf("  %s statistics: temporaries %zu (fresh managed Views, no buffer)\n",
-                  strategy_name(job.strategy), r.temporaries);
-    }
-    const Tolerance tol = tolerance(o.model, o.fields[job.field_index], o.chi, o.quick);
-    const double measured = tol.relative ? err / std::fabs(r.exact) : err;
-    if (!(measured <= tol.value)) {
-      std::fprintf(stderr, "kbuf-tebd: %s: %s error %.2e exceeds %.0e\n", what.c_str(),
-                   tol.relative ? "relative" : "absolute", measured, tol.value);
-      ok = false;
-    }
-    if (job.strategy == TemporaryPolicy::kbuf && r.fallbacks_after_chi_reached != 0) {
-      std::fprintf(stderr,
-                   "kbuf-tebd: %s: %zu fallbacks after the bond dimension reached its largest "
-                   "value\n",
-                   what.c_str(), r.fallbacks_after_chi_reached);
-      ok = false;
-    }
-    // Against the first strategy of the same field.
-    const Job& first = jobs[j - (j % o.strategies.size())];
-    if (&first != &job && first.error.empty()) {
-      const double diff =
-          std::fabs(r.energy - first.result.energy) / std::fabs(first.result.energy);
-      if (!(diff <= agreement)) {
-        std::fprintf(stderr, "kbuf-tebd: %s: energy differs from %s's by %.2e (relative)\n",
-                     what.c_str(), strategy_name(first.strategy), diff);
-        ok = false;
-      }
+  }
+  const std::vector<std::string> out_texts = gather_in_order(std::move(outs), ranks);
+  const std::vector<std::string> err_texts = gather_in_order(std::move(errs), ranks);
+  for (std::size_t i = 0; i < out_texts.size(); ++i) {
+    std::fputs(out_texts[i].c_str(), stdout);
+    if (!err_texts[i].empty()) {
+      std::fflush(stdout);
+      std::fputs(err_texts[i].c_str(), stderr);
     }
   }
   std::fflush(stdout);
 
+#if KBUF_TEBD_MPI
+  // The allocators of all ranks: the counters of each rank's kbuf runs (each run counts from
+  // its start), and the fallbacks after the bond dimension reached its largest value.
+  if (ranks.size > 1) {
+    const kbuf::mpi::ReducedStatistics all =
+        kbuf::mpi::reduce_statistics(combined(jobs), MPI_COMM_WORLD);
+    kbuf::Statistics late;
+    late.fallbacks = late_fallbacks;
+    const kbuf::mpi::ReducedStatistics after = kbuf::mpi::reduce_statistics(late, MPI_COMM_WORLD);
+    if (ranks.root()) {
+      std::ostringstream table;
+      table << all;
+      std::fputs(table.str().c_str(), stdout);
+      std::printf(
+          "kbuf fallbacks after the bond dimension reached its largest value, over %d ranks: "
+          "min %zu, max %zu, sum %zu\n",
+          ranks.size, after.min.fallbacks, after.max.fallbacks, after.sum.fallbacks);
+      std::fflush(stdout);
+    }
+  }
+#else
+  (void)late_fallbacks;
+#endif
+
+  const std::vector<std::string> csv_rows = gather_in_order(std::move(rows), ranks);
+  const std::vector<std::string> trace_texts = gather_in_order(std::move(traces), ranks);
   if (csv.is_open()) {
     csv << "model,field,chi,strategy,steps,energy,exact,abs_error,seconds,temporaries,fallbacks,"
            "regrows,hwm_bytes\n";
-    csv.precision(17);
-    for (const Job& job : jobs) {
-      if (!job.error.empty()) continue;
-      const RunResult& r = job.result;
-      const bool k = job.strategy == TemporaryPolicy::kbuf;
-      csv << to_string(o.model) << ',' << field_text(o, job.field_index) << ',' << o.chi << ','
-          << strategy_name(job.strategy) << ',' << r.steps << ',' << r.energy << ',' << r.exact
-          << ',' << std::fabs(r.energy - r.exact) << ',' << r.seconds << ',' << r.temporaries
-          << ',';
-      if (k) {
-        csv << r.fallbacks << ',' << r.regrows << ',' << r.high_water_mark << '\n';
-      } else {
-        csv << ",,\n";
-      }
-    }
+    for (const std::string& row : csv_rows) csv << row;
     csv.flush();
     if (!csv) {
       std::fprintf(stderr, "kbuf-tebd: --csv: writing '%s' failed\n", o.csv.c_str());
-      other = true;
+      flags[2] = 1;
     }
   }
   if (trace.is_open()) {
     trace << "model,field,chi,strategy,step,dt,energy,energy_environment,lambda_rate,energy_rate,"
              "chi_now,seconds,capacity,hwm_bytes,"
              "peak_used,fallbacks,regrows,temporaries\n";
-    trace.precision(17);
-    for (const Job& job : jobs) {
-      for (const TracePoint& t : job.result.trace) {
-        trace << to_string(o.model) << ',' << field_text(o, job.field_index) << ',' << o.chi << ','
-              << strategy_name(job.strategy) << ',' << t.step << ',' << t.dt << ',' << t.energy
-              << ',';
-        if (t.energy_environment != 0) trace << t.energy_environment;
-        trace << ',' << t.lambda_rate << ',' << t.energy_rate << ',' << t.chi << ',' << t.seconds
-              << ',' << t.capacity << ',' << t.high_water_mark << ',' << t.peak_used << ','
-              << t.fallbacks << ',' << t.regrows << ',' << t.temporaries << '\n';
-      }
-    }
+    for (const std::string& rows_of_run : trace_texts) trace << rows_of_run;
     trace.flush();
     if (!trace) {
       std::fprintf(stderr, "kbuf-tebd: --trace: writing '%s' failed\n", o.trace.c_str());
-      other = true;
+      flags[2] = 1;
     }
   }
-  if (oom) return exit_out_of_memory;
-  if (other) return exit_other_error;
-  std::printf("%s\n", ok ? "OK: every run within its accuracy target, strategies agree"
-                         : "FAILED (see the messages above)");
+
+  // One exit status on every rank, as if one process had run every field.
+  agree(flags, ranks);
+  if (flags[1]) return exit_out_of_memory;
+  if (flags[2]) return exit_other_error;
+  const bool ok = flags[0] == 0;
+  if (ranks.root()) {
+    std::printf("%s\n", ok ? "OK: every run within its accuracy target, strategies agree"
+                           : "FAILED (see the messages above)");
+  }
   return ok ? exit_ok : exit_wrong_result;
 }
+
+#if KBUF_TEBD_MPI
+// MPI from before Kokkos is initialised until after it is finalised. Threads inside a rank
+// make no MPI call: MPI_THREAD_FUNNELED is enough.
+class MpiRuntime {
+ public:
+  MpiRuntime(int& argc, char**& argv) {
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided_);
+    MPI_Comm_rank(MPI_COMM_WORLD, &ranks_.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &ranks_.size);
+  }
+  MpiRuntime(const MpiRuntime&) = delete;
+  MpiRuntime& operator=(const MpiRuntime&) = delete;
+  ~MpiRuntime() { MPI_Finalize(); }
+
+  const Ranks& ranks() const { return ranks_; }
+  bool threads_may_run() const { return provided_ >= MPI_THREAD_FUNNELED; }
+
+  // A rank that stops early would leave the others waiting in a collective call.
+  [[noreturn]] void abort_all(int status) const {
+    MPI_Abort(MPI_COMM_WORLD, status);
+    std::exit(status);
+  }
+
+ private:
+  int provided_ = MPI_THREAD_SINGLE;
+  Ranks ranks_;
+};
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
+#if KBUF_TEBD_MPI
+  MpiRuntime mpi(argc, argv);
+  const Ranks ranks = mpi.ranks();
+  const bool threads_may_run = mpi.threads_may_run();
+#else
+  const Ranks ranks;
+  const bool threads_may_run = true;
+#endif
   std::vector<char*> kokkos_args;
-  const Options options = parse(argc, argv, kokkos_args);
+  Options options;
+  try {
+    options = parse(argc, argv, kokkos_args);
+  } catch (const BadOption& e) {  // every rank parses the same arguments
+    if (ranks.root()) {
+      std::fprintf(stderr, "kbuf-tebd: %s\nRun 'kbuf-tebd --help' for the options.\n", e.what());
+    }
+    return exit_bad_option;
+  }
+  if (options.help) {
+    if (ranks.root()) usage(stdout);
+    return exit_ok;
+  }
   int kargc = static_cast<int>(kokkos_args.size());
   kokkos_args.push_back(nullptr);
-  Kokkos::ScopeGuard guard(kargc, kokkos_args.data());
-  try {
-    return run(options);
-  } catch (const std::bad_alloc& e) {
-    std::fprintf(stderr, "kbuf-tebd: out of memory: %s\n", e.what());
-    return exit_out_of_memory;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kbuf-tebd: %s\n", e.what());
-    return exit_other_error;
+  int status = exit_ok;
+  {
+    Kokkos::ScopeGuard guard(kargc, kokkos_args.data());
+    bool failed = false;
+    try {
+      status = run(options, ranks, threads_may_run);
+    } catch (const std::bad_alloc& e) {
+      std::fprintf(stderr, "kbuf-tebd: out of memory: %s\n", e.what());
+      status = exit_out_of_memory;
+      failed = true;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kbuf-tebd: %s\n", e.what());
+      status = exit_other_error;
+      failed = true;
+    }
+#if KBUF_TEBD_MPI
+    if (failed && ranks.size > 1) mpi.abort_all(status);
+#else
+    (void)failed;
+#endif
   }
+  return status;
 }

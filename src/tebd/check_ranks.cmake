@@ -1,0 +1,65 @@
+# cmake -P script: kbuf-tebd under mpirun against the same run in one process. Runs ONE (a
+# ;-list: kbuf-tebd alone) and MANY (the same arguments under mpirun on RANKS ranks), each with
+# --csv; both must exit 0 and print the same run lines in the same (field) order, compared up to
+# the error (timings differ), and the same CSV rows up to abs_error. MANY must also name its
+# ranks, print the statistics reduced over them, and report no rank with a fallback after the
+# bond dimension reached its largest value.
+#   -DONE=... -DMANY=... -DRANKS=n -DCSV_PREFIX=path
+function(run_and_collect name command csv)
+  file(REMOVE "${csv}")
+  execute_process(COMMAND ${command} --csv "${csv}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
+                  ERROR_VARIABLE err)
+  if(NOT rc STREQUAL "0")
+    message(FATAL_ERROR "${name}: exit status ${rc}, expected 0\n${out}${err}")
+  endif()
+  # The run lines, each up to its error: "model ... strategy S: energy per site E exact X error D".
+  string(REGEX MATCHALL "(^|\n)model [^\n]* error [0-9.e+-]+" found "${out}")
+  set(runs)
+  foreach(line IN LISTS found)
+    string(STRIP "${line}" line)
+    list(APPEND runs "${line}")
+  endforeach()
+  file(STRINGS "${csv}" rows)
+  set(cut)
+  foreach(row IN LISTS rows)
+    # model,field,chi,strategy,steps,energy,exact,abs_error: the columns that do not time.
+    string(REGEX MATCH "^([^,]*,){7}[^,]*" row "${row}")
+    list(APPEND cut "${row}")
+  endforeach()
+  set(${name}_out "${out}${err}" PARENT_SCOPE)
+  set(${name}_runs "${runs}" PARENT_SCOPE)
+  set(${name}_rows "${cut}" PARENT_SCOPE)
+endfunction()
+
+run_and_collect(one "${ONE}" "${CSV_PREFIX}-one.csv")
+run_and_collect(many "${MANY}" "${CSV_PREFIX}-ranks.csv")
+
+list(LENGTH one_runs n_one)
+if(n_one EQUAL 0)
+  message(FATAL_ERROR "the one-process run printed no run line:\n${one_out}")
+endif()
+if(NOT one_runs STREQUAL many_runs)
+  string(REPLACE ";" "\n" a "${one_runs}")
+  string(REPLACE ";" "\n" b "${many_runs}")
+  message(FATAL_ERROR "the run lines on ${RANKS} ranks differ from one process's:\n"
+                      "one process:\n${a}\n${RANKS} ranks:\n${b}\n\nfull output on ${RANKS} ranks:\n${many_out}")
+endif()
+if(NOT one_rows STREQUAL many_rows)
+  string(REPLACE ";" "\n" a "${one_rows}")
+  string(REPLACE ";" "\n" b "${many_rows}")
+  message(FATAL_ERROR "the CSV rows on ${RANKS} ranks differ from one process's:\n"
+                      "one process:\n${a}\n${RANKS} ranks:\n${b}")
+endif()
+foreach(expected
+        "iTEBD: [^\n]*, ${RANKS} ranks\n"
+        "\nkbuf statistics over ${RANKS} ranks \\(largest peak used on rank [0-9]+\\):\n  temporaries +min +[1-9]"
+        "\nkbuf fallbacks after the bond dimension reached its largest value, over ${RANKS} ranks: min 0, max 0, sum 0\n"
+        "\nOK: every run within its accuracy target")
+  if(NOT many_out MATCHES "${expected}")
+    message(FATAL_ERROR "the output on ${RANKS} ranks does not match '${expected}':\n${many_out}")
+  endif()
+endforeach()
+if(one_out MATCHES "over [0-9]+ ranks")
+  message(FATAL_ERROR "the one-process run printed statistics over ranks:\n${one_out}")
+endif()
+message(STATUS "${n_one} run lines and CSV rows on ${RANKS} ranks equal one process's, in field order; no fallback after warm-up on any rank")
