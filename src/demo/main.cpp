@@ -378,27 +378,6 @@ struct ThreadData {
   T ref_energy{};
 };
 
-// The instances of `nthreads` threads: thread t submits to instances[t]. Distinct ones from
-// partition_space on Kokkos >= 4.2 (an OpenMP instance needs at least one OpenMP thread of its
-// own: partition_space aborts otherwise), else the default instance for every thread.
-std::vector<exec_space> thread_instances(std::size_t nthreads, bool& partitioned) {
-  partitioned = false;
-#if KOKKOS_VERSION >= 40200
-  bool can = nthreads > 1;
-#if defined(KOKKOS_ENABLE_OPENMP)
-  if (std::is_same<exec_space, Kokkos::OpenMP>::value &&
-      static_cast<std::size_t>(exec_space().concurrency()) < nthreads) {
-    can = false;
-  }
-#endif
-  if (can) {
-    partitioned = true;
-    return Kokkos::Experimental::partition_space(exec_space(), std::vector<int>(nthreads, 1));
-  }
-#endif
-  return std::vector<exec_space>(nthreads, exec_space());
-}
-
 template <class T>
 ThreadRun run_threads_once(TemporaryPolicy policy, std::size_t nthreads, std::size_t reps,
                            const NetworkPlan& plan, std::vector<ThreadData<T>>& data,
@@ -462,15 +441,7 @@ ThreadRun run_threads_once(TemporaryPolicy policy, std::size_t nthreads, std::si
   return result;
 }
 
-// Kokkos before 3.5 keeps one scratch buffer for every Serial kernel (team scratch, reduction
-// space), resized and used without a lock (3.5 added one): kernels dispatched from several host
-// threads at once race, Kokkos Kernels' GEMM (a team kernel with scratch) among them.
-constexpr bool serial_kernels_race =
-#if KOKKOS_VERSION < 30500 && defined(KOKKOS_ENABLE_SERIAL)
-    std::is_same<exec_space, Kokkos::Serial>::value;
-#else
-    false;
-#endif
+constexpr bool serial_kernels_race = kbuf_tensor::serial_kernels_race<exec_space>;
 
 template <class T>
 int run_threads(Options o) {
@@ -519,7 +490,7 @@ int run_threads(Options o) {
     std::size_t reps = o.reps;
     if (reps == 0) {  // size from one thread's kbuf contractions
       bool partitioned = false;
-      const std::vector<exec_space> one = thread_instances(1, partitioned);
+      const std::vector<exec_space> one = kbuf_tensor::thread_instances<exec_space>(1, partitioned);
       std::vector<std::unique_ptr<pool_type>> pools;
       pools.push_back(std::make_unique<pool_type>(one[0]));
       const ThreadRun probe =
@@ -530,7 +501,8 @@ int run_threads(Options o) {
     double one_thread[3] = {0, 0, 0};
     for (std::size_t n = 1; n <= o.threads; ++n) {
       bool partitioned = false;
-      const std::vector<exec_space> instances = thread_instances(n, partitioned);
+      const std::vector<exec_space> instances =
+          kbuf_tensor::thread_instances<exec_space>(n, partitioned);
       // One pool per instance (one for all threads on the default instance): each thread
       // takes its allocator, bound to its instance, from its instance's pool; the runs below
       // reuse the allocators of the previous runs' exited threads.

@@ -3,6 +3,7 @@
 // the energy per site beside the exact value.
 #include <kbuf/impl/kokkos_version.hpp>  // the version printed beside the results
 #include <kbuf_tebd/kbuf_tebd.hpp>
+#include <kbuf_tensor/instances.hpp>  // the instances of threads, shared with kbuf-demo
 
 #include <algorithm>
 #include <atomic>
@@ -332,34 +333,7 @@ class Progress {
   bool shown_ = false;
 };
 
-// The instances of `nthreads` threads: distinct ones from partition_space on Kokkos >= 4.2
-// (an OpenMP instance needs at least one OpenMP thread of its own), else the default instance.
-std::vector<exec_space> thread_instances(std::size_t nthreads, bool& partitioned) {
-  partitioned = false;
-#if KOKKOS_VERSION >= 40200
-  bool can = nthreads > 1;
-#if defined(KOKKOS_ENABLE_OPENMP)
-  if (std::is_same<exec_space, Kokkos::OpenMP>::value &&
-      static_cast<std::size_t>(exec_space().concurrency()) < nthreads) {
-    can = false;
-  }
-#endif
-  if (can) {
-    partitioned = true;
-    return Kokkos::Experimental::partition_space(exec_space(), std::vector<int>(nthreads, 1));
-  }
-#endif
-  return std::vector<exec_space>(nthreads, exec_space());
-}
-
-// Kokkos before 3.5 keeps one scratch buffer for every Serial kernel (reductions among them),
-// used without a lock: kernels dispatched from several host threads at once race.
-constexpr bool serial_kernels_race =
-#if KOKKOS_VERSION < 30500 && defined(KOKKOS_ENABLE_SERIAL)
-    std::is_same<exec_space, Kokkos::Serial>::value;
-#else
-    false;
-#endif
+constexpr bool serial_kernels_race = kbuf_tensor::serial_kernels_race<exec_space>;
 
 std::string field_text(const Options& o, std::size_t i) {
   char buf[32];
@@ -632,7 +606,8 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
   for (std::size_t f : mine)
     for (TemporaryPolicy s : o.strategies) jobs.push_back(Job{f, s, {}, {}, false, {}});
   bool partitioned = false;
-  const std::vector<exec_space> instances = thread_instances(o.threads, partitioned);
+  const std::vector<exec_space> instances =
+      kbuf_tensor::thread_instances<exec_space>(o.threads, partitioned);
   // One pool per instance: each thread takes its allocator, bound to its instance, with
   // local() (one pool for all threads when they share the default instance).
   std::vector<std::unique_ptr<pool_type>> pools;

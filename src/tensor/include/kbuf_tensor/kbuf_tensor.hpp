@@ -8,6 +8,7 @@
 /// the two-site environment network, and naive host references.
 
 #include <kbuf_tensor/contract.hpp>
+#include <kbuf_tensor/instances.hpp>
 #include <kbuf_tensor/network.hpp>
 #include <kbuf_tensor/reference.hpp>
 #include <kbuf_tensor/temporaries.hpp>
