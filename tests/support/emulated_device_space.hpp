@@ -25,12 +25,16 @@
 // own machinery (fills through AnonymousSpace Views, value initialisation through raw
 // pointers): a View of this space dereferenced in a Serial kernel aborts too, as host code.
 //
-// Everything here that touches Kokkos' internals: MemorySpaceAccess between this space and
-// HostSpace; SpaceAccessibility<Serial, this space>; the SharedAllocationRecord specialisation (KOKKOS_IMPL_HOST_INACCESSIBLE_SHARED_-
-// ALLOCATION_SPECIALIZATION, with the record's definitions from
-// impl/Kokkos_SharedAlloc_timpl.hpp instantiated implicitly); DeepCopy between this space and
-// itself and HostSpace; Kokkos::Impl::throw_bad_alloc. ZeroMemset needs nothing: since 4.3
-// Kokkos picks it by execution space alone, and the host's memset is right for this memory.
+// Everything here that touches Kokkos' internals (all of it in this file):
+// - Kokkos::Impl::MemorySpaceAccess between this space and HostSpace;
+// - Kokkos::SpaceAccessibility<Serial, this space>;
+// - the Kokkos::Impl::SharedAllocationRecord specialisation, through Kokkos' macro
+//   KOKKOS_IMPL_HOST_INACCESSIBLE_SHARED_ALLOCATION_SPECIALIZATION, with the record's
+//   definitions from impl/Kokkos_SharedAlloc_timpl.hpp (instantiated implicitly);
+// - Kokkos::Impl::DeepCopy between this space and itself and HostSpace;
+// - Kokkos::Impl::throw_bad_alloc.
+// ZeroMemset needs nothing: Kokkos 4.6.01 picks it by execution space alone, and the host's
+// memset is right for this memory.
 // Checked with Kokkos 4.6.01 (Serial and OpenMP backends, OpenMP the default).
 #ifndef KBUF_TEST_EMULATED_DEVICE_SPACE_HPP
 #define KBUF_TEST_EMULATED_DEVICE_SPACE_HPP
@@ -182,7 +186,9 @@ class Registry {
  private:
   using Blocks = std::map<std::uintptr_t, std::size_t>;
 
-  static std::uintptr_t address(const void* p) { return reinterpret_cast<std::uintptr_t>(p); }
+  static std::uintptr_t address(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p);
+  }
 
   static bool inside(const Blocks& blocks, std::uintptr_t b, std::size_t n) {
     auto it = blocks.upper_bound(b);
@@ -237,8 +243,7 @@ class EmulatedDeviceSpace {
     if (n != 0) {
       p = ::operator new(n, std::align_val_t(emulated_allocation_alignment), std::nothrow);
     }
-    if (p == nullptr ||
-        reinterpret_cast<std::uintptr_t>(p) % emulated_allocation_alignment != 0) {
+    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % emulated_allocation_alignment != 0) {
       Kokkos::Impl::throw_bad_alloc(name(), n, label);
     }
     emulated_detail::Registry::get().add(p, n);
@@ -356,9 +361,9 @@ static_assert(Kokkos::is_memory_space<EmulatedDeviceSpace>::value,
               "the emulated space must be a Kokkos memory space");
 static_assert(!Kokkos::SpaceAccessibility<Kokkos::HostSpace, EmulatedDeviceSpace>::accessible,
               "the host must not reach the emulated space");
-static_assert(!Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace,
-                                          EmulatedDeviceSpace>::accessible,
-              "host execution spaces must not reach the emulated space");
+static_assert(
+    !Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, EmulatedDeviceSpace>::accessible,
+    "host execution spaces must not reach the emulated space");
 static_assert(sizeof(Kokkos::Impl::SharedAllocationHeader) == 128,
               "View data sits 128 bytes past the 256-aligned allocation only with a 128-byte "
               "allocation header");
