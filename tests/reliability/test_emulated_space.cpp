@@ -43,6 +43,9 @@ TEST_CASE("kbuf's buffer and temporaries in the emulated space start on 256-byte
     Alloc alloc(capacity);
     REQUIRE(alloc.alignment() == 256);
     CHECK(address(alloc.buffer().data()) % 256 == 0);
+    // The first buffer came 128 bytes off: kbuf took it again with slack, so the aligned
+    // buffer still ends inside what the space allocated.
+    CHECK(kbuf_test::emulated_space_live(alloc.buffer().data(), alloc.capacity()));
     auto a = alloc.allocate<double*>(3);
     auto b = alloc.allocate<float*>(5);
     CHECK(address(a.data()) % 256 == 0);
@@ -52,6 +55,7 @@ TEST_CASE("kbuf's buffer and temporaries in the emulated space start on 256-byte
     alloc.reset();
     alloc.resize(2 * capacity);  // a second buffer: the slack is taken at once
     CHECK(address(alloc.buffer().data()) % 256 == 0);
+    CHECK(kbuf_test::emulated_space_live(alloc.buffer().data(), alloc.capacity()));
   }
 }
 

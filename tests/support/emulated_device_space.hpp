@@ -165,6 +165,12 @@ class Registry {
          p, n);
   }
 
+  /// True when [p, p + n) lies inside one live allocation.
+  bool is_live(const void* p, std::size_t n) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return inside(live_, address(p), n);
+  }
+
   /// True when [p, p + n) lies in memory freed and kept back.
   bool is_freed(const void* p, std::size_t n) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -265,6 +271,11 @@ class EmulatedDeviceSpace {
     emulated_detail::Registry::get().remove(p, n);
   }
 };
+
+/// True when [p, p + n) lies inside one live allocation of the emulated space.
+inline bool emulated_space_live(const void* p, std::size_t n) {
+  return emulated_detail::Registry::get().is_live(p, n);
+}
 
 /// True when [p, p + n) is memory the emulated space freed and still keeps back.
 inline bool emulated_space_freed(const void* p, std::size_t n) {
