@@ -8,7 +8,10 @@
 // the space, the debug fill through deep_copy.
 //
 // Kokkos before 4.3 provides such a space: Kokkos::Experimental::LogicalMemorySpace over
-// HostSpace with no shared access (checked with Kokkos 3.4.01). Kokkos 4.3 removed it.
+// HostSpace with no shared access (checked with Kokkos 3.4.01). Kokkos 4.3 removed it; from
+// 4.3 on the foreign space is kbuf_test::EmulatedDeviceSpace (emulated_device_space.hpp),
+// which also puts View data 128 bytes past a 256-byte boundary, as CudaSpace does, and poisons
+// and checks the memory it frees.
 #ifndef KBUF_TEST_FOREIGN_SPACE_HPP
 #define KBUF_TEST_FOREIGN_SPACE_HPP
 
@@ -16,15 +19,25 @@
 
 #if defined(KOKKOS_VERSION) && KOKKOS_VERSION < 40300
 #define KBUF_TEST_HAVE_FOREIGN_SPACE 1
+#define KBUF_TEST_EMULATED_FOREIGN_SPACE 0
 #else
-#define KBUF_TEST_HAVE_FOREIGN_SPACE 0
+#define KBUF_TEST_HAVE_FOREIGN_SPACE 1
+#define KBUF_TEST_EMULATED_FOREIGN_SPACE 1
 #endif
 
-#if KBUF_TEST_HAVE_FOREIGN_SPACE
+#if KBUF_TEST_EMULATED_FOREIGN_SPACE
+#include "emulated_device_space.hpp"
+#else
 #include <Kokkos_LogicalSpaces.hpp>
+#endif
 
 namespace kbuf_test {
 
+#if KBUF_TEST_EMULATED_FOREIGN_SPACE
+/// Host memory the host may not dereference (see the top of this file and
+/// emulated_device_space.hpp).
+using foreign_space = EmulatedDeviceSpace;
+#else
 /// The foreign space's name, as Kokkos Tools and kbuf's messages see it.
 struct ForeignSpaceNamer {
   static constexpr const char* get_name() { return "KbufForeignSpace"; }
@@ -34,12 +47,12 @@ struct ForeignSpaceNamer {
 using foreign_space = Kokkos::Experimental::LogicalMemorySpace<
     Kokkos::HostSpace, Kokkos::Serial, ForeignSpaceNamer,
     Kokkos::Experimental::LogicalSpaceSharesAccess::no_shared_access>;
+#endif
 
 static_assert(
     !Kokkos::SpaceAccessibility<Kokkos::DefaultHostExecutionSpace, foreign_space>::accessible,
     "the foreign space must not be accessible from the host");
 
 }  // namespace kbuf_test
-#endif
 
 #endif  // KBUF_TEST_FOREIGN_SPACE_HPP
