@@ -8,6 +8,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 
 namespace kbuf_test {
 
@@ -52,6 +55,53 @@ using space = kbuf::default_memory_space;
 inline constexpr bool foreign = false;
 #endif
 using Alloc = kbuf::BufferAllocator<space>;
+
+/// A host copy of a contiguous view, in memory aligned for its value type. Kokkos' managed host
+/// Views (what create_mirror_view makes from a foreign view) are aligned to 64 bytes on Kokkos
+/// 3.4, less than an over-aligned type such as Wide needs: UBSan reports every access to one.
+/// `view()` is an unmanaged HostSpace View of the same layout; `copy_back()` writes it to the
+/// original. Move-only.
+template <class V>
+class HostCopy {
+ public:
+  using value_type = typename V::non_const_value_type;
+  using host_view = Kokkos::View<typename V::non_const_data_type, typename V::array_layout,
+                                 Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+
+  /// A copy of `v`'s contents (`copy`), or uninitialised memory of its shape.
+  explicit HostCopy(const V& v, bool copy = true) : v_(v) {
+    constexpr std::size_t align = alignof(value_type) > 64 ? alignof(value_type) : 64;
+    const std::size_t bytes = v.span() * sizeof(value_type);
+    mem_.reset(static_cast<unsigned char*>(
+        std::aligned_alloc(align, ((bytes + align - 1) / align + 1) * align)));
+    if (!mem_) throw std::bad_alloc();
+    view_ = host_view(reinterpret_cast<value_type*>(mem_.get()), v.layout());
+    if (copy) Kokkos::deep_copy(view_, v);
+  }
+  /// The host copy.
+  const host_view& view() const noexcept { return view_; }
+  /// Element access, as on the copy.
+  template <class... I>
+  value_type& operator()(I... i) const {
+    return view_(i...);
+  }
+  /// Writes the copy back to the view it was made from.
+  void copy_back() const { Kokkos::deep_copy(v_, view_); }
+
+ private:
+  struct Free {
+    void operator()(unsigned char* p) const noexcept { std::free(p); }
+  };
+  V v_;
+  std::unique_ptr<unsigned char[], Free> mem_;
+  host_view view_;
+};
+
+/// `HostCopy` of `v`'s contents.
+template <class V>
+HostCopy<V> host_copy(const V& v) {
+  return HostCopy<V>(v);
+}
 
 inline std::uintptr_t address(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p);

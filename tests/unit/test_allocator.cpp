@@ -28,9 +28,9 @@ void fill(const View& v, const typename View::value_type& value) {
 
 template <class View>
 bool holds(const View& v, const typename View::value_type& value) {
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  const auto* p = h.data();
-  for (std::size_t i = 0; i < h.span(); ++i) {
+  const auto h = kbuf_test::host_copy(v);  // aligned for over-aligned types too
+  const auto* p = h.view().data();
+  for (std::size_t i = 0; i < v.span(); ++i) {
     if (!(p[i] == value)) return false;
   }
   return true;
