@@ -660,6 +660,12 @@ class BufferAllocator final {
   // The default instance of execution_space, made only once Kokkos is initialized.
   static execution_space default_instance(const char* call);
 
+  // kbuf::out_of_memory for `call` unless `nbytes` (for `what` of `requested` bytes) fits an
+  // address space (at most 2^62 bytes). Checked before a limit is asked, so that a request no
+  // limit could grant changes nothing, not even the high-water mark.
+  void expect_addressable(std::size_t nbytes, const char* call, const char* what,
+                          std::size_t requested) const;
+
   // Allocates `nbytes` (for `what` of `requested` bytes: "a buffer of", "a fallback of")
   // without initialisation on exec_.
   raw_view allocate_raw(std::size_t nbytes, const char* suffix, const char* call, const char* what,

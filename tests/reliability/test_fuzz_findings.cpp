@@ -165,3 +165,34 @@ TEST_CASE("a request of nearly SIZE_MAX bytes throws out_of_memory instead of ab
     INFO(r.output);
   }
 }
+
+TEST_CASE("a request no address space holds changes nothing, the high-water mark included") {
+  // An empty allocator holding a buffer, no limit set: a fallback of SIZE_MAX bytes was refused
+  // as passing the limit (SIZE_MAX: held + request overflows it) and recorded its need in the
+  // high-water mark, as a refusal by a real limit does, so the next regrowth would have asked
+  // for it. Also with a temporary live.
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  for (const bool hold : {false, true})
+    for (const std::size_t n : {max, max - 63, (max >> 2) + 1}) {
+      CAPTURE(n);
+      CAPTURE(hold);
+      HostAlloc alloc(64_KiB);
+      auto scope = alloc.scope();
+      auto keep = hold ? alloc.allocate<double*>(4) : HostAlloc::view<double*>();
+      const std::size_t want = hold ? 4 : 0;
+      const std::size_t hwm = alloc.high_water_mark();
+      const auto before = alloc.statistics();
+      std::string what;
+      try {
+        (void)alloc.allocate<unsigned char*>(n);
+      } catch (const kbuf::out_of_memory& e) {
+        what = e.what();
+      }
+      CHECK(what.find("more than any address space holds") != std::string::npos);
+      CHECK(alloc.high_water_mark() == hwm);
+      CHECK(alloc.statistics().limit_refusals == before.limit_refusals);
+      CHECK(alloc.statistics().fallbacks == before.fallbacks);
+      CHECK(alloc.live_fallbacks() == 0);
+      CHECK(keep.extent(0) == want);
+    }
+}

@@ -196,6 +196,7 @@ BufferAllocator<MemorySpace>::take_fallback(std::size_t nbytes, std::size_t a, s
   if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - (a - 1))) {
     throw_unsatisfiable(nbytes, a);
   }
+  expect_addressable(nbytes + (a - 1), "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
   try {
     fallbacks_.reserve(fallbacks_.size() + 1);
   } catch (const std::bad_alloc&) {
@@ -301,9 +302,9 @@ BufferAllocator<MemorySpace>::default_instance(const char* call) {
 }
 
 template <class MemorySpace>
-typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::allocate_raw(
-    std::size_t nbytes, const char* suffix, const char* call, const char* what,
-    std::size_t requested) {
+void BufferAllocator<MemorySpace>::expect_addressable(std::size_t nbytes, const char* call,
+                                                      const char* what,
+                                                      std::size_t requested) const {
   // 2^62 bytes is beyond every address space. Larger sizes must not reach Kokkos: it takes
   // SIZE_MAX for "no extent" and aborts, and its header arithmetic can overflow.
   if (KBUF_IMPL_UNLIKELY(nbytes > (std::size_t{1} << 62))) {
@@ -311,6 +312,13 @@ typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::al
                   " bytes (", nbytes, " with alignment slack) in ", Impl::space_name<MemorySpace>(),
                   ": that is more than any address space holds");
   }
+}
+
+template <class MemorySpace>
+typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::allocate_raw(
+    std::size_t nbytes, const char* suffix, const char* call, const char* what,
+    std::size_t requested) {
+  expect_addressable(nbytes, call, what, requested);
   try {
     return raw_view(Kokkos::view_alloc(exec_, Kokkos::WithoutInitializing, label_ + suffix),
                     nbytes);
