@@ -423,7 +423,8 @@ class BufferAllocator final {
   /// `statistics().limit_refusals`. Growth stops at the limit: a regrowth makes the buffer as
   /// large as the high-water mark asks, or the largest `buffer_size` the limit leaves room
   /// for. Alignment slack and Kokkos' allocation headers are not counted. `SIZE_MAX` (the
-  /// default) is no limit.
+  /// default) is no limit. A request of more than 2^62 bytes is refused as more than any
+  /// address space holds before the limit is asked, and changes nothing.
   /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
   void limit(std::size_t nbytes) {
     KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",

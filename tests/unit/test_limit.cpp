@@ -107,14 +107,21 @@ TEST_CASE("a fallback past the limit by one byte or by far is refused") {
   const auto cp = alloc.checkpoint();
   const State before = state_of(alloc);
   std::size_t refusals = 0;
-  for (const std::size_t n : {std::size_t{8001}, std::size_t{8000} + 4_KiB, std::size_t{1} << 40,
-                              std::numeric_limits<std::size_t>::max() / 2}) {
+  for (const std::size_t n : {std::size_t{8001}, std::size_t{8000} + 4_KiB, std::size_t{1} << 40}) {
     CAPTURE(n);
     const std::string what = oom_message([&] { (void)alloc.allocate<unsigned char*>(n); });
     CHECK(has(what, "a fallback of " + std::to_string(n) + " bytes"));
     CHECK(has(what, "limit of " + std::to_string(4_KiB + 8000) + " bytes"));
     check_same(before, state_of(alloc));
     CHECK(alloc.statistics().limit_refusals == ++refusals);
+  }
+  {  // more than any address space holds: refused as such before the limit is asked
+    const std::size_t n = std::numeric_limits<std::size_t>::max() / 2;
+    const std::string what = oom_message([&] { (void)alloc.allocate<unsigned char*>(n); });
+    CHECK(has(what, "a fallback of " + std::to_string(n) + " bytes"));
+    CHECK(has(what, "more than any address space holds"));
+    check_same(before, state_of(alloc));
+    CHECK(alloc.statistics().limit_refusals == refusals);
   }
   alloc.reset(cp);  // still valid: nothing was added after it
 
