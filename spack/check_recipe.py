@@ -57,6 +57,8 @@ SPACK_NAMES = {
     "KokkosKernels": "kokkos-kernels",
     "doctest": "doctest",
     "benchmark": "benchmark",
+    "LAPACK": "lapack",
+    "MPI": "mpi",
 }
 # find_package() names that CMake itself answers from the system (its Find modules), which need
 # no Spack package.

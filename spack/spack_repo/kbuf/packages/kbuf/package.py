@@ -56,6 +56,12 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
         "the kbuf-demo executable and the end-to-end benchmark (needs Kokkos Kernels)",
     )
     variant("benchmarks", default=False, description="Build kbuf's benchmarks")
+    variant(
+        "mpi",
+        default=False,
+        description="Build with MPI (KBUF_ENABLE_MPI): kbuf-tebd over MPI ranks and, with "
+        "--test, the MPI tests (kbuf/mpi.hpp is installed either way)",
+    )
 
     # Kokkos accepts exactly one GPU architecture, so the multi-valued cuda_arch/amdgpu_target
     # variants of CudaPackage/ROCmPackage are redefined here as single-valued, like Kokkos does.
@@ -200,10 +206,15 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
 
     # Kokkos Kernels shares kbuf's Kokkos; with CUDA it is built for the same architecture.
     with when("+kernels"):
+        # kbuf-tebd's SVDs (find_package(LAPACK) in src/tebd)
+        depends_on("lapack")
         depends_on("kokkos-kernels")
         depends_on("kokkos-kernels~cuda", when="~cuda")
         for _arch in _KOKKOS_CUDA_ARCHES:
             depends_on(f"kokkos-kernels+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
+
+    # find_package(MPI COMPONENTS CXX) with KBUF_ENABLE_MPI
+    depends_on("mpi", when="+mpi")
 
     # tests/CMakeLists.txt does find_package(doctest 2.4); only needed with --test
     depends_on("doctest@2.4:", type="test")
@@ -242,6 +253,7 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             self.define("KBUF_BACKEND", backend),
             self.define_from_variant("KBUF_ENABLE_KERNELS", "kernels"),
             self.define_from_variant("KBUF_ENABLE_BENCHMARKS", "benchmarks"),
+            self.define_from_variant("KBUF_ENABLE_MPI", "mpi"),
             # The examples are part of the project's own CI, not of an installation.
             self.define("KBUF_ENABLE_EXAMPLES", False),
             self.define("BUILD_TESTING", self.run_tests),
