@@ -6,5 +6,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --only python3-markdown-it
-mapfile -t files < <(git ls-files '*.md')
+# The committed pages: git's list where there is one; else (a tarball, a root without git) every
+# page outside build folders.
+if command -v git >/dev/null 2>&1 && git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t files < <(git ls-files '*.md')
+else
+  mapfile -t files < <(find . \( -path './build*' -o -path './_build*' -o -path './out' -o -path './.git' \) \
+    -prune -o -name '*.md' -print | sort)
+fi
 exec /usr/bin/python3 scripts/check_markdown.py "${files[@]}"
