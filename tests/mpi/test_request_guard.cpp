@@ -6,6 +6,8 @@
 #include <kbuf/kbuf.hpp>
 #include <kbuf/mpi.hpp>
 
+#include "mpi_test_support.hpp"
+
 #include <cstddef>
 #include <cstdio>
 #include <stdexcept>
@@ -19,16 +21,8 @@ using Space = Kokkos::HostSpace;
 using Alloc = kbuf::BufferAllocator<Space>;
 using Exec = Space::execution_space;
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using kbuf_mpi_test::world_rank;
+using kbuf_mpi_test::world_size;
 
 constexpr int n = 64;  // doubles in the message: an eager message in every MPI
 constexpr int tag_ready = 11;

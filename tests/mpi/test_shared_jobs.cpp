@@ -4,22 +4,16 @@
 
 #include <kbuf/mpi.hpp>
 
+#include "mpi_test_support.hpp"
+
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using kbuf_mpi_test::world_rank;
+using kbuf_mpi_test::world_size;
 
 }  // namespace
 

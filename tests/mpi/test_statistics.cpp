@@ -5,6 +5,8 @@
 #include <kbuf/kbuf.hpp>
 #include <kbuf/mpi.hpp>
 
+#include "mpi_test_support.hpp"
+
 #include <cstddef>
 #include <limits>
 #include <sstream>
@@ -12,16 +14,8 @@
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int s = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &s);
-  return s;
-}
+using kbuf_mpi_test::world_rank;
+using kbuf_mpi_test::world_size;
 
 }  // namespace
 
