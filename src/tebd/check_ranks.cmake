@@ -2,8 +2,8 @@
 # ;-list: kbuf-tebd alone) and MANY (the same arguments under mpirun on RANKS ranks), each with
 # --csv; both must exit 0 and print the same run lines in the same (field) order, compared up to
 # the error (timings differ), and the same CSV rows up to abs_error. MANY must also name its
-# ranks, print the statistics reduced over them, and report no rank with a fallback after the
-# bond dimension reached its largest value.
+# ranks, print the statistics reduced over them, and report no rank with a fallback after
+# warm-up.
 #   -DONE=... -DMANY=... -DRANKS=n -DCSV_PREFIX=path
 function(run_and_collect name command csv)
   file(REMOVE "${csv}")
@@ -53,7 +53,7 @@ endif()
 foreach(expected
         "iTEBD: [^\n]*, ${RANKS} ranks\n"
         "\nkbuf statistics over ${RANKS} ranks \\(largest peak used on rank [0-9]+\\):\n  temporaries +min +[1-9]"
-        "\nkbuf fallbacks after the bond dimension reached its largest value, over ${RANKS} ranks: min 0, max 0, sum 0\n"
+        "\nkbuf fallbacks after warm-up, over ${RANKS} ranks: min 0, max 0, sum 0\n"
         "\nOK: every run within its accuracy target")
   if(NOT many_out MATCHES "${expected}")
     message(FATAL_ERROR "the output on ${RANKS} ranks does not match '${expected}':\n${many_out}")

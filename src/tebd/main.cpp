@@ -111,7 +111,8 @@ void usage(std::FILE* out) {
       "files. Every rank exits with the same status.\n"
       "Exit status:\n"
       "  0  every run met its accuracy target, all strategies agree within %.0e (relative), and\n"
-      "     kbuf needed no fallback after the bond dimension reached its largest value\n"
+      "     kbuf needed no fallback after warm-up (the bond dimension at its largest and\n"
+      "     every kind of work done once at it)\n"
       "  1  a wrong result (one of the above failed)\n"
       "  2  a bad option\n"
       "  3  out of memory\n"
@@ -483,11 +484,10 @@ JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) 
       r.chi_reached);
   if (job.strategy == TemporaryPolicy::kbuf) {
     rep.out += format(
-        "  kbuf statistics: temporaries %zu, fallbacks %zu (%zu before chi reached %zu at step "
-        "%zu, %zu after), regrows %zu, capacity %zu bytes, high-water mark %zu bytes\n",
-        r.temporaries, r.fallbacks, r.fallbacks_before_chi_reached, r.chi_reached,
-        r.step_chi_reached, r.fallbacks_after_chi_reached, r.regrows, r.capacity,
-        r.high_water_mark);
+        "  kbuf statistics: temporaries %zu, fallbacks %zu (%zu warming up to step %zu, %zu "
+        "after), regrows %zu, capacity %zu bytes, high-water mark %zu bytes\n",
+        r.temporaries, r.fallbacks, r.fallbacks_warming_up, r.step_warm, r.fallbacks_after_warm_up,
+        r.regrows, r.capacity, r.high_water_mark);
   } else {
     rep.out += format("  %s statistics: temporaries %zu (fresh managed Views, no buffer)\n",
                       strategy_name(job.strategy), r.temporaries);
@@ -499,10 +499,9 @@ JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) 
                       tol.relative ? "relative" : "absolute", measured, tol.value);
     rep.wrong = true;
   }
-  if (job.strategy == TemporaryPolicy::kbuf && r.fallbacks_after_chi_reached != 0) {
-    rep.err +=
-        format("kbuf-tebd: %s: %zu fallbacks after the bond dimension reached its largest value\n",
-               what.c_str(), r.fallbacks_after_chi_reached);
+  if (job.strategy == TemporaryPolicy::kbuf && r.fallbacks_after_warm_up != 0) {
+    rep.err += format("kbuf-tebd: %s: %zu fallbacks after warm-up\n", what.c_str(),
+                      r.fallbacks_after_warm_up);
     rep.wrong = true;
   }
   // Against the first strategy of the same field (the same rank ran it).
@@ -647,7 +646,7 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
     if (!rep.csv.empty()) rows.emplace_back(key, rep.csv);
     if (!o.trace.empty()) traces.emplace_back(key, trace_rows(o, jobs[j]));
     if (jobs[j].error.empty() && jobs[j].strategy == TemporaryPolicy::kbuf) {
-      late_fallbacks += jobs[j].result.fallbacks_after_chi_reached;
+      late_fallbacks += jobs[j].result.fallbacks_after_warm_up;
     }
   }
   const std::vector<std::string> out_texts = gather_in_order(std::move(outs), ranks);
@@ -663,7 +662,7 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
 
 #if KBUF_TEBD_MPI
   // The allocators of all ranks: the counters of each rank's kbuf runs (each run counts from
-  // its start), and the fallbacks after the bond dimension reached its largest value.
+  // its start), and the fallbacks after warm-up.
   if (ranks.size > 1) {
     const kbuf::mpi::ReducedStatistics all =
         kbuf::mpi::reduce_statistics(combined(jobs), MPI_COMM_WORLD);
@@ -674,10 +673,8 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
       std::ostringstream table;
       table << all;
       std::fputs(table.str().c_str(), stdout);
-      std::printf(
-          "kbuf fallbacks after the bond dimension reached its largest value, over %d ranks: "
-          "min %zu, max %zu, sum %zu\n",
-          ranks.size, after.min.fallbacks, after.max.fallbacks, after.sum.fallbacks);
+      std::printf("kbuf fallbacks after warm-up, over %d ranks: min %zu, max %zu, sum %zu\n",
+                  ranks.size, after.min.fallbacks, after.max.fallbacks, after.sum.fallbacks);
       std::fflush(stdout);
     }
   }

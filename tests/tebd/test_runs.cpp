@@ -54,7 +54,7 @@ TEST_CASE("short runs per model and per strategy reach e0, and the strategies ag
         CHECK(src.alloc->empty());
         CHECK(r.regrows >= 1);  // the buffer grew with chi
         CHECK(r.capacity >= r.high_water_mark);
-        CHECK(r.fallbacks_after_chi_reached == 0);
+        CHECK(r.fallbacks_after_warm_up == 0);
       } else {
         CHECK(std::fabs(r.energy - first) <= 1e-12 * std::fabs(first));
       }

@@ -73,13 +73,18 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
     return t;
   };
 
-  // The bond dimensions after every update. The largest sizes are all in use once both bonds
-  // have been updated after the last new maximum of either (an update of bond x reads both
-  // dimensions; its SVD's size is set by the other bond's): fallbacks from then on are those
-  // "after chi reached its maximum".
+  // Warm-up ends once the bond dimensions have stopped growing and every kind of work has run
+  // at them: the updates of both bonds (an update of bond x reads both dimensions; its SVD's
+  // size is set by the other bond's), the convergence check, and the energy with exact
+  // environments (at the end of a stage only). Every scope has then had its largest
+  // temporaries once, and the buffer has grown to hold them: fallbacks from then on are those
+  // "after warm-up". (Where the SVD's arrays are host mirrors rather than temporaries, as in
+  // CUDA and HIP builds, the environment energy holds more at once than a bond update.)
+  enum Work { update_bond_0, update_bond_1, convergence_check, environment_energy, kinds };
   std::size_t largest[2] = {st.chi(0), st.chi(1)};
-  bool pending[2] = {true, true};
-  auto track = [&](int x) {
+  bool pending[kinds] = {true, true, true, true};
+  bool warm = false;
+  auto done = [&](Work w) {
     bool grew = false;
     for (int b = 0; b < 2; ++b) {
       if (st.chi(b) > largest[b]) {
@@ -87,16 +92,19 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
         grew = true;
       }
     }
-    if (grew) {  // this update read the old dimensions: both bonds wait again
-      pending[0] = pending[1] = true;
+    if (grew) {  // this work read the old dimensions: every kind waits again
+      for (bool& k : pending) k = true;
+      warm = false;
       return;
     }
-    if (!pending[0] && !pending[1]) return;
-    pending[x] = false;
-    if (!pending[0] && !pending[1]) {
-      r.step_chi_reached = step;
-      r.fallbacks_before_chi_reached = alloc != nullptr ? alloc->statistics().fallbacks : 0;
+    if (warm) return;
+    pending[w] = false;
+    for (const bool k : pending) {
+      if (k) return;
     }
+    warm = true;
+    r.step_warm = step;
+    r.fallbacks_warming_up = alloc != nullptr ? alloc->statistics().fallbacks : 0;
   };
 
   for (const Stage& stage : p.schedule.stages) {
@@ -113,7 +121,7 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
       auto update = [&](int x, const Tensor& gate) {
         const UpdateInfo info = update_bond(tmp, st, x, gate, p.chi, p.cutoff, p.faults);
         r.svd_fallback = r.svd_fallback || info.svd_fallback;
-        track(x);
+        done(x == 0 ? update_bond_0 : update_bond_1);
       };
       update(0, half);
       for (std::size_t i = 0; i + 1 < n; ++i) {
@@ -125,6 +133,7 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
       step += n;
       at_this_dt += n;
       const double energy = check(dt).energy;
+      done(convergence_check);
       const double tau = static_cast<double>(n) * dt;
       const double change = std::max(distance(before[0], to_host(st.lambda[0])),
                                      distance(before[1], to_host(st.lambda[1])));
@@ -141,21 +150,22 @@ RunResult ground_state(Temporaries& tmp, const RunParams& p, const ProgressFn& p
     r.energy = e.energy;
     r.environment_iterations = e.iterations;
     r.environment_converged = e.converged;
+    done(environment_energy);
   }
 
   r.steps = step;
   r.seconds = seconds();
   r.temporaries = tmp.count() - count0;
   r.chi_reached = std::max(largest[0], largest[1]);
-  if (pending[0] || pending[1]) {  // grew until the end
-    r.step_chi_reached = step;
-    r.fallbacks_before_chi_reached = alloc != nullptr ? alloc->statistics().fallbacks : 0;
+  if (!warm) {  // warming up until the end
+    r.step_warm = step;
+    r.fallbacks_warming_up = alloc != nullptr ? alloc->statistics().fallbacks : 0;
   }
   if (alloc != nullptr) {
     const kbuf::Statistics s = alloc->statistics();
     r.fallbacks = s.fallbacks;
     r.regrows = s.regrows;
-    r.fallbacks_after_chi_reached = s.fallbacks - r.fallbacks_before_chi_reached;
+    r.fallbacks_after_warm_up = s.fallbacks - r.fallbacks_warming_up;
     r.capacity = alloc->capacity();
     r.high_water_mark = alloc->high_water_mark();
   }

@@ -71,13 +71,16 @@ struct RunResult {
   double energy = 0;  ///< per site, with exact environments (energy_per_site_environment)
   double exact = 0;
   std::size_t steps = 0;
-  double seconds = 0;                ///< wall time of the whole run (evolution and checks)
-  std::size_t chi_reached = 0;       ///< the largest bond dimension the state had
-  std::size_t step_chi_reached = 0;  ///< the first check at which it had it
+  double seconds = 0;           ///< wall time of the whole run (evolution and checks)
+  std::size_t chi_reached = 0;  ///< the largest bond dimension the state had
+  /// The step at which warm-up ended: the bond dimensions had stopped growing, and every kind
+  /// of work had run at them (the updates of both bonds, a convergence check and the energy
+  /// with exact environments), so every temporary had had its largest size once.
+  std::size_t step_warm = 0;
   std::size_t temporaries = 0;
   std::size_t fallbacks = 0, regrows = 0;         ///< kbuf only
-  std::size_t fallbacks_before_chi_reached = 0;   ///< up to step_chi_reached
-  std::size_t fallbacks_after_chi_reached = 0;    ///< after it
+  std::size_t fallbacks_warming_up = 0;           ///< up to step_warm
+  std::size_t fallbacks_after_warm_up = 0;        ///< after it
   std::size_t capacity = 0, high_water_mark = 0;  ///< kbuf only, at the end
   bool svd_fallback = false;                      ///< some SVD needed dgesvd
   std::size_t environment_iterations = 0;         ///< of the final energy's power iterations
