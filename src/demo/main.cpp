@@ -33,7 +33,7 @@
 namespace {
 
 using namespace kbuf_tensor;
-using space = kbuf::default_memory_space;
+using space = kbuf_tensor::default_memory_space;
 using exec_space = space::execution_space;
 using pool_type = kbuf::AllocatorPool<space>;
 
@@ -586,7 +586,7 @@ int run(const Options& o) {
               KBUF_VERSION_MAJOR, KBUF_VERSION_MINOR, KBUF_VERSION_PATCH, kokkos_version().c_str(),
               kernels_version().c_str(), gemm_backend());
   std::printf("execution space %s | memory space %s | element type %s | d = %zu\n",
-              kbuf::default_execution_space::name(), space::name(), type_name<T>(), o.phys);
+              exec_space::name(), space::name(), type_name<T>(), o.phys);
   std::printf(
       "network: HRAA[a,s1,s2,c] = rhoL[a,a'] A1[a',t1,b] A2[b,t2,c'] rhoR[c',c] H[s1,s2,t1,t2];\n"
       "         E = conj(A1[a,s1,b]) conj(A2[b,s2,c]) HRAA[a,s1,s2,c]\n"

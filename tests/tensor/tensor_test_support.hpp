@@ -13,7 +13,7 @@
 namespace kbuf_tensor_test {
 
 using namespace kbuf_tensor;
-using space = kbuf::default_memory_space;
+using space = kbuf_tensor::default_memory_space;
 using Alloc = kbuf::BufferAllocator<space>;
 using Tmp = Temporaries<space>;
 

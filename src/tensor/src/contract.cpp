@@ -316,7 +316,7 @@ ContractionPlan plan_contraction(const Shape& a, const char* a_labels, const Sha
   return plan;
 }
 
-KBUF_TENSOR_DECLARE(, double, kbuf::default_memory_space)
-KBUF_TENSOR_DECLARE(, Kokkos::complex<double>, kbuf::default_memory_space)
+KBUF_TENSOR_DECLARE(, double, default_memory_space)
+KBUF_TENSOR_DECLARE(, Kokkos::complex<double>, default_memory_space)
 
 }  // namespace kbuf_tensor

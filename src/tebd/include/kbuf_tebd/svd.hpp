@@ -11,7 +11,7 @@
 
 namespace kbuf_tebd {
 
-using space = kbuf::default_memory_space;
+using space = kbuf_tensor::default_memory_space;
 using exec_space = space::execution_space;
 using Temporaries = kbuf_tensor::Temporaries<space>;
 using Tensor = kbuf_tensor::Tensor<double, space>;

@@ -171,8 +171,8 @@ void contract_into(Temporaries<MemorySpace>& tmp, const Tensor<T, MemorySpace>& 
   execute(tmp, plan, a, b, c);
 }
 
-// The library instantiates these for double and Kokkos::complex<double> in
-// kbuf::default_memory_space; include <kbuf_tensor/contract_impl.hpp> for other types.
+// The library instantiates these for double and Kokkos::complex<double> in the applications'
+// memory space (memory_space.hpp); include <kbuf_tensor/contract_impl.hpp> for other types.
 #define KBUF_TENSOR_DECLARE(EXTERN, T, MS)                                                         \
   EXTERN template void permute_into<T, MS>(const typename MS::execution_space&,                    \
                                            const Tensor<T, MS>&, const std::array<int, max_rank>&, \
@@ -183,8 +183,8 @@ void contract_into(Temporaries<MemorySpace>& tmp, const Tensor<T, MemorySpace>& 
   EXTERN template void execute<T, MS>(Temporaries<MS>&, const ContractionPlan&,                    \
                                       const Tensor<T, MS>&, const Tensor<T, MS>&,                  \
                                       const Tensor<T, MS>&);
-KBUF_TENSOR_DECLARE(extern, double, kbuf::default_memory_space)
-KBUF_TENSOR_DECLARE(extern, Kokkos::complex<double>, kbuf::default_memory_space)
+KBUF_TENSOR_DECLARE(extern, double, default_memory_space)
+KBUF_TENSOR_DECLARE(extern, Kokkos::complex<double>, default_memory_space)
 
 }  // namespace kbuf_tensor
 

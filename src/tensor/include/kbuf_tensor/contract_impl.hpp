@@ -163,16 +163,31 @@ void gemm_on(const ExecSpace& space, const char* opa, const char* opb, const T& 
 #endif
 }
 
-/// r() = sum conj(x) y on `space` (see gemm_on for Kokkos Kernels before 4.1).
+/// r() = sum conj(x) y on `space` (see gemm_on for Kokkos Kernels before 4.1). A host
+/// execution space reduces into host memory only (Kokkos 3.4's Serial asserts it): where it
+/// works on memory the host may not touch, the dot goes to a host value, then into r by a fill
+/// on `space`.
 template <class ExecSpace, class RV, class XV, class YV>
 void dot_on(const ExecSpace& space, const RV& r, const XV& x, const YV& y) {
+  if constexpr (Kokkos::SpaceAccessibility<ExecSpace, Kokkos::HostSpace>::accessible &&
+                !Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                            typename RV::memory_space>::accessible) {
 #if KBUF_TENSOR_BLAS_TAKES_INSTANCE
-  KokkosBlas::dot(space, r, x, y);
+    const auto value = KokkosBlas::dot(space, x, y);
 #else
-  space.fence();
-  KokkosBlas::dot(r, x, y);
-  ExecSpace().fence();
+    space.fence();
+    const auto value = KokkosBlas::dot(x, y);
 #endif
+    Kokkos::deep_copy(space, r, value);
+  } else {
+#if KBUF_TENSOR_BLAS_TAKES_INSTANCE
+    KokkosBlas::dot(space, r, x, y);
+#else
+    space.fence();
+    KokkosBlas::dot(r, x, y);
+    ExecSpace().fence();
+#endif
+  }
 }
 
 Shape permuted_shape(const Shape& s, const std::array<int, max_rank>& perm);

@@ -9,6 +9,7 @@
 
 #include <kbuf_tensor/contract.hpp>
 #include <kbuf_tensor/instances.hpp>
+#include <kbuf_tensor/memory_space.hpp>
 #include <kbuf_tensor/network.hpp>
 #include <kbuf_tensor/reference.hpp>
 #include <kbuf_tensor/temporaries.hpp>

@@ -56,7 +56,7 @@ struct HostNetwork {
 };
 
 /// The network's input tensors in `MemorySpace` (managed Views).
-template <class T, class MemorySpace = kbuf::default_memory_space>
+template <class T, class MemorySpace = default_memory_space>
 struct Network {
   std::size_t bond = 0;
   std::size_t phys = 0;
@@ -80,7 +80,7 @@ HostNetwork<T> random_host_network(std::size_t bond, std::size_t phys, std::uint
 }
 
 /// Device copies of the inputs.
-template <class T, class MemorySpace = kbuf::default_memory_space>
+template <class T, class MemorySpace = default_memory_space>
 Network<T, MemorySpace> to_device(const HostNetwork<T>& h) {
   Network<T, MemorySpace> net;
   net.bond = h.bond;

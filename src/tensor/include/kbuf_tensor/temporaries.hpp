@@ -11,6 +11,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <kbuf/kbuf.hpp>
+#include <kbuf_tensor/memory_space.hpp>
 
 namespace kbuf_tensor {
 
@@ -39,7 +40,7 @@ const char* to_string(TemporaryPolicy policy) noexcept;
 /// contractions on distinct instances (from distinct host threads) wait only on their own work.
 ///
 /// Not thread-safe; keeps a pointer to the allocator, which must outlive it.
-template <class MemorySpace = kbuf::default_memory_space>
+template <class MemorySpace = default_memory_space>
 class Temporaries {
  public:
   using memory_space = MemorySpace;

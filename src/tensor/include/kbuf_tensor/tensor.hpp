@@ -20,6 +20,7 @@
 
 #include <Kokkos_Core.hpp>
 #include <kbuf/kbuf.hpp>
+#include <kbuf_tensor/memory_space.hpp>
 
 namespace kbuf_tensor {
 
@@ -63,7 +64,7 @@ std::string to_string(const Shape& shape);
 /// shape. The View either owns its memory (a managed allocation) or is an unmanaged view of a
 /// `kbuf::BufferAllocator`'s buffer; copying a Tensor copies the handle, not the data. Its data
 /// may live in device memory: host code must not dereference it (use `to_host`).
-template <class T, class MemorySpace = kbuf::default_memory_space>
+template <class T, class MemorySpace = default_memory_space>
 struct Tensor {
   using value_type = T;
   using memory_space = MemorySpace;
@@ -130,7 +131,7 @@ const char* type_name() {
 }
 
 /// A managed tensor of `shape` with uninitialised elements.
-template <class T, class MemorySpace = kbuf::default_memory_space>
+template <class T, class MemorySpace = default_memory_space>
 Tensor<T, MemorySpace> make_tensor(const std::string& label, const Shape& shape) {
   Tensor<T, MemorySpace> t;
   t.data = typename Tensor<T, MemorySpace>::data_view(
@@ -161,7 +162,7 @@ void copy_to_device(const HostTensor<T>& h, const Tensor<T, MemorySpace>& t) {
 }
 
 /// A managed tensor holding a copy of `h`.
-template <class T, class MemorySpace = kbuf::default_memory_space>
+template <class T, class MemorySpace = default_memory_space>
 Tensor<T, MemorySpace> to_device(const HostTensor<T>& h, const std::string& label) {
   auto t = make_tensor<T, MemorySpace>(label, h.shape);
   copy_to_device(h, t);
