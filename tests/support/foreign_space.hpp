@@ -61,6 +61,45 @@ static_assert(
     "the foreign space must not be accessible from the host");
 
 }  // namespace kbuf_test
+
+#if !KBUF_TEST_EMULATED_FOREIGN_SPACE
+// Kokkos' copies into and out of a LogicalMemorySpace (Kokkos 3.x to 4.2) take their source as
+// `void*`, so a deep_copy from a View of const data (a host tensor into the space, or a rank-0
+// fill from a value) does not compile. These, for the foreign space alone, take `const void*`
+// as every other space's copies do, and copy as Kokkos' own would: HostSpace to HostSpace. The
+// one part of this file that touches Kokkos' internals (checked with Kokkos 3.4.01).
+namespace Kokkos {
+namespace Impl {
+template <class ExecutionSpace>
+struct DeepCopy<kbuf_test::foreign_space, Kokkos::HostSpace, ExecutionSpace> {
+  DeepCopy(void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(dst, src, n);
+  }
+  DeepCopy(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(exec, dst, src, n);
+  }
+};
+template <class ExecutionSpace>
+struct DeepCopy<Kokkos::HostSpace, kbuf_test::foreign_space, ExecutionSpace> {
+  DeepCopy(void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(dst, src, n);
+  }
+  DeepCopy(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(exec, dst, src, n);
+  }
+};
+template <class ExecutionSpace>
+struct DeepCopy<kbuf_test::foreign_space, kbuf_test::foreign_space, ExecutionSpace> {
+  DeepCopy(void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(dst, src, n);
+  }
+  DeepCopy(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
+    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(exec, dst, src, n);
+  }
+};
+}  // namespace Impl
+}  // namespace Kokkos
+#endif  // !KBUF_TEST_EMULATED_FOREIGN_SPACE
 #endif  // KBUF_TEST_HAVE_FOREIGN_SPACE
 
 #endif  // KBUF_TEST_FOREIGN_SPACE_HPP

@@ -81,22 +81,33 @@ inline void on_deallocate(const Kokkos::Tools::SpaceHandle space, const char* la
     sink->push_back(ToolEvent{kind, label, 0, bytes, space.name, ptr});
   }
 }
+/// The kernel-begin callback installed before the recorder (foreign_kernels.hpp's), called
+/// after the recorder's own.
+inline Kokkos::Tools::beginFunction& previous_begin_kernel() {
+  static Kokkos::Tools::beginFunction f = nullptr;
+  return f;
+}
 inline void on_begin_kernel(const char* name, const std::uint32_t device_id,
                             std::uint64_t* handle) {
   *handle = 0;
   if (auto* sink = recorder_sink()) {
     sink->push_back(ToolEvent{ToolEvent::kernel, name, device_id, 0});
   }
+  if (auto* previous = previous_begin_kernel()) previous(name, device_id, handle);
 }
 }  // namespace detail
 
-/// Installs the callbacks while it lives and collects every event into `events()`. Only one
-/// recorder may live at a time. No callbacks for kernel ends are set, so Kokkos adds no tool
-/// fences of its own around kernels beyond the one it issues before each kernel begin.
+/// Installs the callbacks while it lives and collects every event into `events()`; on
+/// destruction puts back the callbacks it found. Only one recorder may live at a time. The
+/// recorder sets no callbacks for kernel ends, so Kokkos adds no tool fences of its own around
+/// kernels beyond the one it issues before each kernel begin; a kernel-begin callback installed
+/// before it (foreign_kernels.hpp's) is called after its own, and the end callbacks installed
+/// before it stay.
 class ToolRecorder {
  public:
-  ToolRecorder() {
+  ToolRecorder() : saved_(Kokkos::Tools::Experimental::get_callbacks()) {
     detail::recorder_sink() = &events_;
+    detail::previous_begin_kernel() = saved_.begin_parallel_for;
     using namespace Kokkos::Tools::Experimental;
     set_begin_fence_callback(&detail::on_begin_fence);
     set_allocate_data_callback(&detail::on_allocate);
@@ -106,11 +117,8 @@ class ToolRecorder {
   ToolRecorder(const ToolRecorder&) = delete;
   ToolRecorder& operator=(const ToolRecorder&) = delete;
   ~ToolRecorder() {
-    using namespace Kokkos::Tools::Experimental;
-    set_begin_fence_callback(nullptr);
-    set_allocate_data_callback(nullptr);
-    set_deallocate_data_callback(nullptr);
-    set_begin_parallel_for_callback(nullptr);
+    Kokkos::Tools::Experimental::set_callbacks(saved_);
+    detail::previous_begin_kernel() = nullptr;
     detail::recorder_sink() = nullptr;
   }
 
@@ -165,6 +173,7 @@ class ToolRecorder {
   }
 
  private:
+  Kokkos::Tools::Experimental::EventSet saved_;
   std::vector<ToolEvent> events_;
 };
 
