@@ -24,7 +24,8 @@ using Policy = Kokkos::RangePolicy<device_execution_space>;
 // Values a kernel writes: v(i) = 3 i + 1.
 void fill_in_kernel(const View& v) {
   Kokkos::parallel_for(
-      "fill", Policy(std::size_t{0}, v.extent(0)), KOKKOS_LAMBDA(const std::size_t i) { v(i) = 3.0 * i + 1; });
+      "fill", Policy(std::size_t{0}, v.extent(0)),
+      KOKKOS_LAMBDA(const std::size_t i) { v(i) = 3.0 * i + 1; });
 }
 
 }  // namespace
@@ -40,7 +41,8 @@ TEST_CASE("kernels of the foreign space's execution space read and write its Vie
   fill_in_kernel(v);
   double sum = 0;
   Kokkos::parallel_reduce(
-      "sum", Policy(std::size_t{0}, std::size_t{100}), KOKKOS_LAMBDA(const std::size_t i, double& s) { s += v(i); }, sum);
+      "sum", Policy(std::size_t{0}, std::size_t{100}),
+      KOKKOS_LAMBDA(const std::size_t i, double& s) { s += v(i); }, sum);
   CHECK(sum == 3.0 * 4950 + 100);
   const auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
   for (std::size_t i = 0; i < 100; ++i) CHECK(h(i) == 3.0 * i + 1);
@@ -53,7 +55,8 @@ TEST_CASE("a kbuf temporary in the foreign space: filled, scanned and read back 
   auto b = alloc.allocate<double*>(64);
   fill_in_kernel(a);
   Kokkos::parallel_scan(
-      "prefix", Policy(std::size_t{0}, std::size_t{64}), KOKKOS_LAMBDA(const std::size_t i, double& partial, bool last) {
+      "prefix", Policy(std::size_t{0}, std::size_t{64}),
+      KOKKOS_LAMBDA(const std::size_t i, double& partial, bool last) {
         partial += a(i);
         if (last) b(i) = partial;
       });
@@ -68,8 +71,8 @@ TEST_CASE("the gate is open inside kernels of the device execution space only") 
   CHECK_FALSE(inside_device_kernel());
   int inside = -1;
   int* const out = &inside;
-  Kokkos::parallel_for(
-      "probe", Policy(std::size_t{0}, std::size_t{1}), [out](std::size_t) { *out = inside_device_kernel() ? 1 : 0; });
+  Kokkos::parallel_for("probe", Policy(std::size_t{0}, std::size_t{1}),
+                       [out](std::size_t) { *out = inside_device_kernel() ? 1 : 0; });
   Kokkos::fence();
   CHECK(inside == 1);
   CHECK_FALSE(inside_device_kernel());  // closed again after the kernel
@@ -77,7 +80,8 @@ TEST_CASE("the gate is open inside kernels of the device execution space only") 
     // A kernel of the host execution space (OpenMP) is host code for the foreign space.
     inside = -1;
     Kokkos::parallel_for(
-        "host probe", Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(std::size_t{0}, std::size_t{1}),
+        "host probe",
+        Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(std::size_t{0}, std::size_t{1}),
         [out](std::size_t) { *out = inside_device_kernel() ? 1 : 0; });
     Kokkos::fence();
     CHECK(inside == 0);

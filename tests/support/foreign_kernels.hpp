@@ -72,7 +72,9 @@ inline void on_end(const std::uint64_t kernel_id) {
 }
 
 /// True while a kernel of the device execution space runs on this thread.
-inline bool inside_device_kernel() { return running > 0; }
+inline bool inside_device_kernel() {
+  return running > 0;
+}
 
 /// Installs the kernel callbacks (before main(): see `installed`).
 inline bool install() {
