@@ -27,7 +27,8 @@
 //
 // Everything here that touches Kokkos' internals (all of it in this file):
 // - Kokkos::Impl::MemorySpaceAccess between this space and HostSpace;
-// - Kokkos::SpaceAccessibility<Serial, this space>;
+// - Kokkos::SpaceAccessibility<Serial, this space>, and SpaceAccessibility<this space, any>
+//   (which the mdspan-based View needs);
 // - the Kokkos::Impl::SharedAllocationRecord specialisation, through Kokkos' macro
 //   KOKKOS_IMPL_HOST_INACCESSIBLE_SHARED_ALLOCATION_SPECIALIZATION, with the record's
 //   definitions from impl/Kokkos_SharedAlloc_timpl.hpp (instantiated implicitly);
@@ -358,6 +359,29 @@ struct SpaceAccessibility<kbuf_test::EmulatedDeviceSpace::execution_space,
   enum : bool { accessible = true };
   enum : bool { assignable = false };
   enum : bool { deepcopy = true };
+};
+
+// The space itself as the accessing space, which the mdspan-based View asks when it converts
+// accessors: as Kokkos computes it for any memory space, but with the access of the space's
+// execution space (Serial, above) where Kokkos asks its execution space's memory space
+// (HostSpace), and without Kokkos' check that that memory space reaches this one (a device's
+// execution space works in the device's own memory; this one's is Serial's, HostSpace).
+template <class MemorySpace>
+struct SpaceAccessibility<kbuf_test::EmulatedDeviceSpace, MemorySpace> {
+  enum : bool {
+    accessible = SpaceAccessibility<kbuf_test::EmulatedDeviceSpace::execution_space,
+                                    MemorySpace>::accessible
+  };
+  enum : bool {
+    assignable = Impl::MemorySpaceAccess<kbuf_test::EmulatedDeviceSpace, MemorySpace>::assignable
+  };
+  enum : bool {
+    deepcopy = Impl::MemorySpaceAccess<kbuf_test::EmulatedDeviceSpace, MemorySpace>::deepcopy
+  };
+  using space = std::conditional_t<
+      std::is_same<kbuf_test::EmulatedDeviceSpace, MemorySpace>::value || !accessible,
+      kbuf_test::EmulatedDeviceSpace,
+      Kokkos::Device<kbuf_test::EmulatedDeviceSpace::execution_space, MemorySpace>>;
 };
 
 }  // namespace Kokkos
