@@ -369,8 +369,8 @@ struct SpaceAccessibility<kbuf_test::EmulatedDeviceSpace::execution_space,
 template <class MemorySpace>
 struct SpaceAccessibility<kbuf_test::EmulatedDeviceSpace, MemorySpace> {
   enum : bool {
-    accessible = SpaceAccessibility<kbuf_test::EmulatedDeviceSpace::execution_space,
-                                    MemorySpace>::accessible
+    accessible =
+        SpaceAccessibility<kbuf_test::EmulatedDeviceSpace::execution_space, MemorySpace>::accessible
   };
   enum : bool {
     assignable = Impl::MemorySpaceAccess<kbuf_test::EmulatedDeviceSpace, MemorySpace>::assignable
