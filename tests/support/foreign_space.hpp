@@ -8,10 +8,11 @@
 // the space, the debug fill through deep_copy.
 //
 // Kokkos before 4.3 provides such a space: Kokkos::Experimental::LogicalMemorySpace over
-// HostSpace with no shared access (checked with Kokkos 3.4.01). Kokkos 4.3 removed it; from
-// 4.3 on the foreign space is kbuf_test::EmulatedDeviceSpace (emulated_device_space.hpp),
-// which also puts View data 128 bytes past a 256-byte boundary, as CudaSpace does, and poisons
-// and checks the memory it frees.
+// HostSpace with no shared access (checked with Kokkos 3.4.01; its copies are made to take const
+// sources at the end of this file, the one place here that touches Kokkos' internals). Kokkos
+// 4.3 removed it; from 4.3 on the foreign space is kbuf_test::EmulatedDeviceSpace
+// (emulated_device_space.hpp), which also puts View data 128 bytes past a 256-byte boundary, as
+// CudaSpace does, and poisons and checks the memory it frees.
 #ifndef KBUF_TEST_FOREIGN_SPACE_HPP
 #define KBUF_TEST_FOREIGN_SPACE_HPP
 
@@ -68,34 +69,37 @@ static_assert(
 // fill from a value) does not compile. These, for the foreign space alone, take `const void*`
 // as every other space's copies do, and copy as Kokkos' own would: HostSpace to HostSpace. The
 // one part of this file that touches Kokkos' internals (checked with Kokkos 3.4.01).
+namespace kbuf_test {
+namespace foreign_detail {
+/// A copy between host memory and the foreign space, or within it: HostSpace's.
+template <class ExecutionSpace>
+struct CopyAsHost {
+  CopyAsHost(void* dst, const void* src, size_t n) {
+    Kokkos::Impl::DeepCopy<Kokkos::HostSpace, Kokkos::HostSpace, ExecutionSpace>(dst, src, n);
+  }
+  CopyAsHost(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
+    Kokkos::Impl::DeepCopy<Kokkos::HostSpace, Kokkos::HostSpace, ExecutionSpace>(exec, dst, src, n);
+  }
+};
+}  // namespace foreign_detail
+}  // namespace kbuf_test
+
 namespace Kokkos {
 namespace Impl {
 template <class ExecutionSpace>
-struct DeepCopy<kbuf_test::foreign_space, Kokkos::HostSpace, ExecutionSpace> {
-  DeepCopy(void* dst, const void* src, size_t n) {
-    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(dst, src, n);
-  }
-  DeepCopy(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
-    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(exec, dst, src, n);
-  }
+struct DeepCopy<kbuf_test::foreign_space, Kokkos::HostSpace, ExecutionSpace>
+    : kbuf_test::foreign_detail::CopyAsHost<ExecutionSpace> {
+  using kbuf_test::foreign_detail::CopyAsHost<ExecutionSpace>::CopyAsHost;
 };
 template <class ExecutionSpace>
-struct DeepCopy<Kokkos::HostSpace, kbuf_test::foreign_space, ExecutionSpace> {
-  DeepCopy(void* dst, const void* src, size_t n) {
-    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(dst, src, n);
-  }
-  DeepCopy(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
-    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(exec, dst, src, n);
-  }
+struct DeepCopy<Kokkos::HostSpace, kbuf_test::foreign_space, ExecutionSpace>
+    : kbuf_test::foreign_detail::CopyAsHost<ExecutionSpace> {
+  using kbuf_test::foreign_detail::CopyAsHost<ExecutionSpace>::CopyAsHost;
 };
 template <class ExecutionSpace>
-struct DeepCopy<kbuf_test::foreign_space, kbuf_test::foreign_space, ExecutionSpace> {
-  DeepCopy(void* dst, const void* src, size_t n) {
-    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(dst, src, n);
-  }
-  DeepCopy(const ExecutionSpace& exec, void* dst, const void* src, size_t n) {
-    DeepCopy<HostSpace, HostSpace, ExecutionSpace>(exec, dst, src, n);
-  }
+struct DeepCopy<kbuf_test::foreign_space, kbuf_test::foreign_space, ExecutionSpace>
+    : kbuf_test::foreign_detail::CopyAsHost<ExecutionSpace> {
+  using kbuf_test::foreign_detail::CopyAsHost<ExecutionSpace>::CopyAsHost;
 };
 }  // namespace Impl
 }  // namespace Kokkos
