@@ -406,7 +406,8 @@ class BufferAllocator final {
   }
 
   /// The buffer: a managed View of `capacity()` bytes, starting at an address aligned to
-  /// `alignment()`. Empty until the first growth.
+  /// `alignment()`. Empty until the first growth. Each buffer is one allocation of `capacity()`
+  /// plus `alignment() - 1` bytes of slack, on every space.
   [[nodiscard]] const Kokkos::View<unsigned char*, MemorySpace>& buffer() const noexcept {
     return buffer_;
   }
@@ -841,7 +842,6 @@ class BufferAllocator final {
   raw_view buffer_;                // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
-  std::size_t buffer_slack_ = 0;  // extra bytes per buffer allocation once one came misaligned
   std::uintptr_t top_ = 0;        // address of the end of the newest carved temporary (used())
   mutable std::uintptr_t fast_end_ = 0;  // the hot path's end, or 0: see update_fast_end()
   std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case

@@ -1,7 +1,7 @@
 // The emulated device space (support/emulated_device_space.hpp), the foreign space from Kokkos
 // 4.3 on: it places View data as CudaSpace does, 128 bytes past a 256-byte boundary, and kbuf
-// still hands out a buffer and temporaries on 256-byte boundaries (its retry with slack for a
-// misaligned base); memory it frees holds a pattern, is poisoned under ASan, and a deep_copy
+// still hands out a buffer and temporaries on 256-byte boundaries, each buffer in one allocation
+// with its slack; memory it frees holds a pattern, is poisoned under ASan, and a deep_copy
 // that reaches it, or a host read under ASan, kills the process.
 #include <doctest/doctest.h>
 
@@ -43,8 +43,8 @@ TEST_CASE("kbuf's buffer and temporaries in the emulated space start on 256-byte
     Alloc alloc(capacity);
     REQUIRE(alloc.alignment() == 256);
     CHECK(address(alloc.buffer().data()) % 256 == 0);
-    // The first buffer came 128 bytes off: kbuf took it again with slack, so the aligned
-    // buffer still ends inside what the space allocated.
+    // The space puts the data 128 bytes off: the slack kbuf takes with every buffer keeps the
+    // aligned buffer inside what the space allocated.
     CHECK(kbuf_test::emulated_space_live(alloc.buffer().data(), alloc.capacity()));
     auto a = alloc.allocate<double*>(3);
     auto b = alloc.allocate<float*>(5);
@@ -53,7 +53,7 @@ TEST_CASE("kbuf's buffer and temporaries in the emulated space start on 256-byte
     CHECK(kbuf_test::inside_buffer(alloc, a));
     CHECK(kbuf_test::inside_buffer(alloc, b));
     alloc.reset();
-    alloc.resize(2 * capacity);  // a second buffer: the slack is taken at once
+    alloc.resize(2 * capacity);  // a second buffer, its slack taken the same way
     CHECK(address(alloc.buffer().data()) % 256 == 0);
     CHECK(kbuf_test::emulated_space_live(alloc.buffer().data(), alloc.capacity()));
   }

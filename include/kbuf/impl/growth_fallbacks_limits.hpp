@@ -332,22 +332,19 @@ typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::al
 template <class MemorySpace>
 void BufferAllocator<MemorySpace>::take_buffer(std::size_t capacity, const char* call) {
   if (capacity == 0) return;
-  if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - alignment_)) {
+  if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - (alignment_ - 1))) {
     KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate a buffer of ", capacity,
                   " bytes aligned to ", alignment_, " in ", Impl::space_name<MemorySpace>(),
                   ": that is more than any address space holds");
   }
-  raw_view raw = allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
-  std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
-  if (buffer_slack_ == 0 && addr % alignment_ != 0) {  // e.g. CUDA: data sits 128 bytes
-                                                       // past a 256-aligned header
-    // Free and retry with slack once; later buffers take the slack at once, because every
-    // free of device memory synchronises the device (cudaFree, hipFree).
-    raw = raw_view();
-    buffer_slack_ = alignment_ - 1;
-    raw = allocate_raw(capacity + buffer_slack_, "::buffer", call, "a buffer of", capacity);
-    addr = reinterpret_cast<std::uintptr_t>(raw.data());
-  }
+  // One allocation per buffer, on every space: no space guarantees more than its own
+  // alignment for a View's data (CUDA and HIP put it 128 bytes past a 256-byte boundary, the
+  // host 64 bytes at best, a custom space anything), and where the data lands inside it depends
+  // on the heap. So the buffer always takes alignment() - 1 bytes of slack, enough wherever
+  // the data lands; freeing and retrying would cost a device-synchronising free on a GPU.
+  const raw_view raw =
+      allocate_raw(capacity + (alignment_ - 1), "::buffer", call, "a buffer of", capacity);
+  const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
   const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
   buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
   base_ = buffer_.data();
