@@ -154,9 +154,14 @@ SvdResult truncated_svd(Temporaries& tmp, const Vector& m, std::size_t rows, std
     k = 1;
     kept = s_host(0) * s_host(0);
   }
+  // The weight discarded, summed from the discarded values themselves: exactly 0 when nothing
+  // is discarded, and no cancellation when little is (total - kept would leave rounding of the
+  // order of machine epsilon, whose bits depend on how the compiler contracts the two sums).
+  double dropped = 0;
+  for (std::size_t i = k; i < r.full; ++i) dropped += s_host(i) * s_host(i);
   r.rank = k;
   r.kept_norm = std::sqrt(kept);
-  r.discarded = total > 0 ? (total - kept) / total : 0.0;
+  r.discarded = total > 0 ? dropped / total : 0.0;
   return r;
 }
 
