@@ -54,18 +54,19 @@ struct Block {
     if (rank + 1 < size) right = rank + 1;
     u = Grid("u", ny, columns + 2);
     next = Grid("next", ny, columns + 2);
-    // A smooth bump plus a pattern that depends on the global column, so a misplaced column or
-    // a stale halo changes the result.
-    const auto v = u;
-    const int f = first;
-    const int nxx = nx;
-    const int nyy = ny;
+    initial(u, first, nx, ny);
+  }
+
+  // A smooth bump plus a pattern that depends on the global column, so a misplaced column or a
+  // stale halo changes the result. A static member, not the constructor: nvcc allows no
+  // KOKKOS_LAMBDA in a function whose address cannot be taken.
+  static void initial(const Grid& v, int first_column, int grid_nx, int grid_ny) {
     Kokkos::parallel_for(
-        "halo::init", Kokkos::RangePolicy<Exec>(0, ny), KOKKOS_LAMBDA(const int i) {
+        "halo::init", Kokkos::RangePolicy<Exec>(0, grid_ny), KOKKOS_LAMBDA(const int i) {
           for (int j = 1; j <= v.extent_int(1) - 2; ++j) {
-            const int gj = f + j - 1;
-            const double x = (gj + 0.5) / nxx - 0.5;
-            const double y = (i + 0.5) / nyy - 0.5;
+            const int gj = first_column + j - 1;
+            const double x = (gj + 0.5) / grid_nx - 0.5;
+            const double y = (i + 0.5) / grid_ny - 0.5;
             v(i, j) = 1.0 / (1.0 + 40.0 * (x * x + y * y)) + 1e-3 * ((gj * 7 + i * 3) % 11);
           }
         });
