@@ -842,7 +842,7 @@ class BufferAllocator final {
   raw_view buffer_;                // capacity_ bytes at an address aligned to alignment_
   unsigned char* base_ = nullptr;  // buffer_.data()
   std::size_t capacity_ = 0;
-  std::uintptr_t top_ = 0;        // address of the end of the newest carved temporary (used())
+  std::uintptr_t top_ = 0;  // address of the end of the newest carved temporary (used())
   mutable std::uintptr_t fast_end_ = 0;  // the hot path's end, or 0: see update_fast_end()
   std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case
                            // padding) minus used()
