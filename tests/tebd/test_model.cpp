@@ -94,6 +94,40 @@ TEST_CASE("gates: exp(-tau h) agrees with a Taylor matrix exponential") {
   }
 }
 
+TEST_CASE("normalised gates: exp(-tau h) times a positive factor, every entry at most 1") {
+  for (double field : {0.5, 1.0, 1e3, -1e10, 1e100, 1e150}) {
+    CAPTURE(field);
+    const Matrix h = bond_hamiltonian(Model::ising, field);
+    for (double tau : {0.0005, 0.05, 0.1}) {
+      CAPTURE(tau);
+      const Matrix g = normalised_imaginary_time_gate(h, tau);
+      double largest = 0;
+      for (double x : g) {
+        CHECK(std::isfinite(x));
+        largest = std::max(largest, std::fabs(x));
+      }
+      CHECK(largest <= 1 + 1e-15);
+      // g_ii >= v_i^2 for the unit eigenvector v of the eigenvalue 1, and some v_i^2 >= 1/4
+      CHECK(largest >= 0.25 * (1 - 1e-14));
+      if (std::fabs(tau * field) < 100) {  // exp(-tau h) itself is representable
+        const Matrix plain = imaginary_time_gate(h, tau);
+        double ratio_num = 0, ratio_den = 0;
+        for (int i = 0; i < 16; ++i) {
+          ratio_num += plain[i] * g[i];
+          ratio_den += g[i] * g[i];
+        }
+        const double c = ratio_num / ratio_den;  // plain = c g, c = exp(-tau e_min) > 0
+        CHECK(c > 0);
+        Matrix scaled{};
+        for (int i = 0; i < 16; ++i) scaled[i] = c * g[i];
+        double scale = 0;
+        for (double x : plain) scale = std::max(scale, std::fabs(x));
+        CHECK(max_abs_diff(scaled, plain) <= 1e-13 * scale);
+      }
+    }
+  }
+}
+
 TEST_CASE("gates: a group in tau (G(a) G(b) = G(a + b), G(0) = 1)") {
   const Matrix h = bond_hamiltonian(Model::ising, 1.3);
   const Matrix ab = multiply(imaginary_time_gate(h, 0.03), imaginary_time_gate(h, 0.07));

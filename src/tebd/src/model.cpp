@@ -2,6 +2,8 @@
 #include <kbuf_tebd/lapack.hpp>
 #include <kbuf_tebd/model.hpp>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <stdexcept>
@@ -60,7 +62,10 @@ TwoSiteOperator bond_hamiltonian(Model model, double field) {
   return h;
 }
 
-TwoSiteOperator imaginary_time_gate(const TwoSiteOperator& h, double tau) {
+namespace {
+
+// exp(-tau (h - shift w_min)), w_min the smallest eigenvalue of h.
+TwoSiteOperator gate(const TwoSiteOperator& h, double tau, bool shift) {
   // Symmetric: column-major and row-major agree. a <- eigenvectors (columns), w <- eigenvalues.
   TwoSiteOperator a = h;
   std::array<double, 4> w{};
@@ -77,15 +82,28 @@ TwoSiteOperator imaginary_time_gate(const TwoSiteOperator& h, double tau) {
     throw std::runtime_error("kbuf_tebd::imaginary_time_gate: dsyev failed, info = " +
                              std::to_string(info));
   }
-  // G = Q diag(exp(-tau w)) Q^T, Q(i, k) = a[i + 4k] (column-major).
+  // G = Q diag(exp(-tau (w - s))) Q^T, Q(i, k) = a[i + 4k] (column-major).
+  const double w_min = shift ? *std::min_element(w.begin(), w.end()) : 0.0;
   TwoSiteOperator g{};
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 4; ++j) {
       double sum = 0;
-      for (int k = 0; k < 4; ++k) sum += a[i + 4 * k] * std::exp(-tau * w[k]) * a[j + 4 * k];
+      for (int k = 0; k < 4; ++k) {
+        sum += a[i + 4 * k] * std::exp(-tau * (w[k] - w_min)) * a[j + 4 * k];
+      }
       g[i * 4 + j] = sum;
     }
   return g;
+}
+
+}  // namespace
+
+TwoSiteOperator imaginary_time_gate(const TwoSiteOperator& h, double tau) {
+  return gate(h, tau, false);
+}
+
+TwoSiteOperator normalised_imaginary_time_gate(const TwoSiteOperator& h, double tau) {
+  return gate(h, tau, true);
 }
 
 namespace {
@@ -121,13 +139,17 @@ double integrate(const std::function<double(double)>& f, double a, double b, dou
 double exact_energy(Model model, double field) {
   if (model == Model::heisenberg) return 0.25 - std::log(2.0);
   const double pi = std::acos(-1.0);
-  const double h = field;
+  // e0(h) = e0(-h); for |h| > 1, e0(h) = |h| e0(1/|h|) (duality): the integrand stays of
+  // order 1 and nothing overflows, whatever the field.
+  const double a = std::fabs(field);
+  const double h = a > 1 ? 1 / a : a;
+  const double scale = a > 1 ? a : 1.0;
   // sqrt(1 + h^2 - 2h cos k) = sqrt((1 - h)^2 + 4h sin^2(k/2)): no cancellation near h = 1.
   auto f = [h](double k) {
     const double s = std::sin(0.5 * k);
     return std::sqrt((1 - h) * (1 - h) + 4 * h * s * s);
   };
-  return -integrate(f, 0.0, pi, 1e-15) / pi;
+  return -scale * integrate(f, 0.0, pi, 1e-15) / pi;
 }
 
 }  // namespace kbuf_tebd

@@ -59,6 +59,19 @@ bool lapack_svd(bool divide_and_conquer, double* a, std::size_t rows, std::size_
   return info == 0;
 }
 
+// A NumericalError unless the rows x cols matrix at `a` (host memory) is finite: NaN or infinity
+// must not reach LAPACK, which reports a bad argument and exits, or iterates without end.
+void expect_finite(const double* a, std::size_t rows, std::size_t cols) {
+  for (std::size_t i = 0; i < rows * cols; ++i) {
+    if (!std::isfinite(a[i])) {
+      throw NumericalError("kbuf_tebd::truncated_svd: the " + std::to_string(rows) + " x " +
+                           std::to_string(cols) + " matrix holds " +
+                           (std::isnan(a[i]) ? "NaN" : "infinity") + " at element " +
+                           std::to_string(i) + ": its SVD cannot be computed");
+    }
+  }
+}
+
 }  // namespace
 
 SvdResult truncated_svd(Temporaries& tmp, const Vector& m, std::size_t rows, std::size_t cols,
@@ -97,13 +110,14 @@ SvdResult truncated_svd(Temporaries& tmp, const Vector& m, std::size_t rows, std
       return iwork.data();
     };
     copy_input();
+    expect_finite(a.data(), rows, cols);
     if (!lapack_svd(true, a.data(), rows, cols, r.s.data(), r.u.data(), r.vt.data(), alloc_double,
                     alloc_int)) {
       copy_input();
       r.used_fallback = true;
       if (!lapack_svd(false, a.data(), rows, cols, r.s.data(), r.u.data(), r.vt.data(),
                       alloc_double, alloc_int)) {
-        throw std::runtime_error("kbuf_tebd::truncated_svd: dgesdd and dgesvd did not converge");
+        throw NumericalError("kbuf_tebd::truncated_svd: dgesdd and dgesvd did not converge");
       }
     }
   } else {
@@ -123,13 +137,14 @@ SvdResult truncated_svd(Temporaries& tmp, const Vector& m, std::size_t rows, std
       return iwork.back().data();
     };
     Kokkos::deep_copy(a, m);
+    expect_finite(a.data(), rows, cols);
     if (!lapack_svd(true, a.data(), rows, cols, s.data(), u.data(), vt.data(), alloc_double,
                     alloc_int)) {
       Kokkos::deep_copy(a, m);
       r.used_fallback = true;
       if (!lapack_svd(false, a.data(), rows, cols, s.data(), u.data(), vt.data(), alloc_double,
                       alloc_int)) {
-        throw std::runtime_error("kbuf_tebd::truncated_svd: dgesdd and dgesvd did not converge");
+        throw NumericalError("kbuf_tebd::truncated_svd: dgesdd and dgesvd did not converge");
       }
     }
     Kokkos::deep_copy(exec, r.s, s);

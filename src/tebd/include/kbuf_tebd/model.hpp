@@ -35,6 +35,13 @@ TwoSiteOperator bond_hamiltonian(Model model, double field);
 /// @throws std::runtime_error if dsyev fails.
 TwoSiteOperator imaginary_time_gate(const TwoSiteOperator& h, double tau);
 
+/// exp(-tau (h - e_min)), e_min the smallest eigenvalue of h: exp(-tau h) times the positive
+/// factor exp(tau e_min), which a normalised state does not see. Its largest eigenvalue is 1
+/// and every entry at most 1 for any tau >= 0 and any field, where exp(-tau h) overflows once
+/// tau |h| passes about 700. What the evolution applies.
+/// @throws std::runtime_error if dsyev fails.
+TwoSiteOperator normalised_imaginary_time_gate(const TwoSiteOperator& h, double tau);
+
 /// The exact ground-state energy per site in the thermodynamic limit.
 /// Ising: e0(h) = -(1/pi) int_0^pi sqrt(1 + h^2 - 2h cos k) dk (Pfeuty), by adaptive Simpson
 /// quadrature to about 1e-15; e0(1) = -4/pi. Heisenberg: e0 = 1/4 - ln 2 (Hulthen).

@@ -6,10 +6,19 @@
 /// the factors, the singular values, LAPACK's workspace) a temporary.
 
 #include <cstddef>
+#include <stdexcept>
 
 #include <kbuf_tensor/kbuf_tensor.hpp>
 
 namespace kbuf_tebd {
+
+/// A numerical failure inside a run: a matrix that holds NaN or infinity before its SVD, or an
+/// SVD that LAPACK could not compute. The run's result is wrong (kbuf-tebd exits 1), not its
+/// input.
+class NumericalError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
 
 using space = kbuf_tensor::default_memory_space;
 using exec_space = space::execution_space;
