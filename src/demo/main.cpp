@@ -1,6 +1,7 @@
 // kbuf-demo: the two-site environment network contracted with kbuf temporaries and, side by
 // side, with fresh managed Views; times, temporaries, buffer figures and errors in one table.
 #include <kbuf/impl/kokkos_version.hpp>  // the version printed beside the results
+#include <kbuf_cli/cli.hpp>              // options, exit statuses (shared with kbuf-tebd)
 #include <kbuf_tensor/kbuf_tensor.hpp>
 
 #include <KokkosKernels_config.h>
@@ -10,7 +11,8 @@
 #endif
 #endif
 
-#include <kbuf_timing/harness.hpp>  // the timing harness kbuf-bench uses too
+#include <kbuf_timing/allocations.hpp>  // the allocation counter, shared with kbuf-tebd
+#include <kbuf_timing/harness.hpp>      // the timing harness kbuf-bench uses too
 
 #include <algorithm>
 #include <atomic>
@@ -41,13 +43,15 @@ constexpr double tolerance = 1e-10;     // max relative error accepted
 constexpr double budget_seconds = 0.4;  // adaptive reps: timed seconds per strategy and D
 constexpr std::size_t direct_check_max_bond = 16;  // nine-index loop nest up to this D
 
-// Exit status (documented in --help).
-constexpr int exit_ok = 0;
-constexpr int exit_wrong_result = 1;  // a strategy disagrees with the reference, or kbuf needed
-                                      // fallbacks after warm-up
-constexpr int exit_bad_option = 2;
-constexpr int exit_out_of_memory = 3;  // the sizes need more memory than there is
-constexpr int exit_other_error = 4;    // anything else (e.g. the CSV file cannot be written)
+// Exit status (documented in --help): 1 a strategy disagrees with the reference, or kbuf needed
+// fallbacks after warm-up; 3 the sizes need more memory than there is.
+using kbuf_cli::bad_option;
+using kbuf_cli::exit_bad_option;
+using kbuf_cli::exit_ok;
+using kbuf_cli::exit_other_error;
+using kbuf_cli::exit_out_of_memory;
+using kbuf_cli::exit_wrong_result;
+using kbuf_cli::parse_positive;
 
 struct Options {
   std::vector<std::size_t> bonds;
@@ -100,58 +104,13 @@ void usage(std::FILE* out) {
                budget_seconds, tolerance);
 }
 
-[[noreturn]] void bad_option(const std::string& message) {
-  std::fprintf(stderr, "kbuf-demo: %s\nRun 'kbuf-demo --help' for the options.\n", message.c_str());
-  std::exit(exit_bad_option);
-}
-
-std::size_t parse_positive(const std::string& option, const std::string& text, std::size_t max) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-    bad_option(option + ": '" + text + "' is not a positive integer");
-  }
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno != 0 || v == 0 || v > max) {
-    bad_option(option + ": '" + text + "' must be between 1 and " + std::to_string(max));
-  }
-  return static_cast<std::size_t>(v);
-}
-
-// Splits argv into kbuf-demo's options and Kokkos' (--kokkos-*), which go to Kokkos.
-Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
+// kbuf-demo's options (Kokkos' --kokkos-* go to Kokkos).
+Options parse(const kbuf_cli::Arguments& args) {
   Options o;
-  kokkos_args.push_back(argv[0]);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--kokkos-", 0) == 0) {
-      kokkos_args.push_back(argv[i]);
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      usage(stdout);
-      std::exit(0);
-    }
-    std::string value;
-    bool has_value = false;
-    const auto eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) bad_option(arg + " needs a value");
-      return argv[++i];
-    };
+  args.each([&](const std::string& arg, const auto& next) {
     if (arg == "--bond") {
-      const std::string list = next();
-      std::size_t pos = 0;
-      while (true) {
-        const auto comma = list.find(',', pos);
-        o.bonds.push_back(parse_positive("--bond", list.substr(pos, comma - pos), 4096));
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
+      for (const std::string& item : kbuf_cli::split_list("--bond", next())) {
+        o.bonds.push_back(parse_positive("--bond", item, 4096));
       }
     } else if (arg == "--phys") {
       o.phys = parse_positive("--phys", next(), 64);
@@ -172,9 +131,9 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       o.csv = next();
       if (o.csv.empty()) bad_option("--csv needs a file name");
     } else {
-      bad_option("unknown option '" + std::string(argv[i]) + "'");
+      kbuf_cli::Arguments::unknown(arg);
     }
-  }
+  });
   if (o.bonds.empty())
     o.bonds =
         o.threads != 0 ? std::vector<std::size_t>{16, 32} : std::vector<std::size_t>{8, 16, 32, 64};
@@ -226,6 +185,7 @@ struct Row {
   std::size_t reps;
   double median_us, min_us;
   double temporaries;
+  double allocations;  // in the memory space per contraction, after warm-up
   bool has_buffer;
   std::size_t capacity, hwm, fallbacks_after_warmup;
   double speedup;
@@ -241,6 +201,7 @@ struct Runner {
   T energy{};
   std::vector<double> times;
   std::size_t calls = 0;
+  std::size_t allocations = 0;  // in the memory space, over every contraction (a counter's)
 
   Runner(TemporaryPolicy s, const Network<T, space>& net) : strategy(s) {
     if (s == TemporaryPolicy::kbuf) {
@@ -254,10 +215,12 @@ struct Runner {
 
   // One contraction, timed from the first allocation to the end of the device work.
   double run(const NetworkPlan& plan, const Network<T, space>& net) {
+    const std::size_t a0 = kbuf_timing::AllocationCounter::now().allocations;
     const auto t0 = clock_type::now();
     energy = contract_network(*tmp, plan, net, hraa);
     Kokkos::fence();
     const double t = seconds_since(t0);
+    allocations += kbuf_timing::AllocationCounter::now().allocations - a0;
     ++calls;
     return t;
   }
@@ -270,9 +233,9 @@ void print_row(const Row& r) {
     std::snprintf(hwm, sizeof hwm, "%zu", r.hwm);
     std::snprintf(fb, sizeof fb, "%zu", r.fallbacks_after_warmup);
   }
-  std::printf("%5zu %3zu  %-13s %6zu %11.2f %10.2f %6.0f %12s %10s %10s %8.2fx %12.2e\n", r.bond,
-              r.phys, to_string(r.strategy), r.reps, r.median_us, r.min_us, r.temporaries, cap, hwm,
-              fb, r.speedup, r.error);
+  std::printf("%5zu %3zu  %-13s %6zu %11.2f %10.2f %6.0f %7.0f %12s %10s %10s %8.2fx %12.2e\n",
+              r.bond, r.phys, to_string(r.strategy), r.reps, r.median_us, r.min_us, r.temporaries,
+              r.allocations, cap, hwm, fb, r.speedup, r.error);
   std::fflush(stdout);
 }
 
@@ -595,15 +558,17 @@ int run(const Options& o) {
       "time:    median (and min) per contraction of HRAA and E, fenced; strategies interleaved\n"
       "         after 5 warm-up contractions each; speed-up = median of View(init) / median;\n"
       "         the six contractions are planned once per D (not timed), as @tensor does\n"
+      "allocs:  memory allocations in the memory space per timed contraction (Kokkos Tools'\n"
+      "         allocation callbacks, chained to any tool loaded); kbuf's are 0 after warm-up\n"
       "error:   max normwise relative error of HRAA and of E from the last timed contraction\n"
       "         against plain host loops in the same pairwise order (no GEMM, no permutes,\n"
       "         no kbuf), and for D <= %zu also against one nine-index loop nest\n\n",
       direct_check_max_bond);
   if (!check_memory<T>(o)) return exit_out_of_memory;
   if (o.threads != 0) return run_threads<T>(o);
-  std::printf("%5s %3s  %-13s %6s %11s %10s %6s %12s %10s %10s %9s %12s\n", "D", "d", "strategy",
-              "reps", "median[us]", "min[us]", "temps", "capacity[B]", "hwm[B]", "fallbacks",
-              "speed-up", "max rel err");
+  std::printf("%5s %3s  %-13s %6s %11s %10s %6s %7s %12s %10s %10s %9s %12s\n", "D", "d",
+              "strategy", "reps", "median[us]", "min[us]", "temps", "allocs", "capacity[B]",
+              "hwm[B]", "fallbacks", "speed-up", "max rel err");
 
   std::vector<Row> rows;
   std::ostringstream kbuf_stats;  // one line of the allocator's counters per D, printed at the end
@@ -622,6 +587,9 @@ int run(const Options& o) {
 
     std::vector<std::unique_ptr<Runner<T>>> runners;
     for (TemporaryPolicy s : strategies) runners.push_back(std::make_unique<Runner<T>>(s, net));
+    // After the allocators: one made while a Kokkos tool is loaded reports every temporary
+    // to it, off its hot path (kbuf_timing/allocations.hpp).
+    const kbuf_timing::AllocationCounter counter(space::name());
 
     // Warm-up: two contractions each (the first grows kbuf's buffer), then three to size reps.
     double probe = 0;
@@ -637,6 +605,8 @@ int run(const Options& o) {
     const std::size_t warm_hwm = alloc.high_water_mark();
     const std::size_t warm_calls = runners[0]->calls;
     const std::size_t warm_count = runners[0]->tmp->count();
+    std::vector<std::size_t> warm_allocations;
+    for (auto& r : runners) warm_allocations.push_back(r->allocations);
 
     std::size_t reps = o.reps;
     if (reps == 0) {
@@ -663,7 +633,8 @@ int run(const Options& o) {
     kbuf_stats << "kbuf statistics, D = " << bond << ": " << alloc.statistics() << '\n';
 
     const double base = median(runners.back()->times);
-    for (auto& r : runners) {
+    for (std::size_t ri = 0; ri < runners.size(); ++ri) {
+      auto& r = runners[ri];
       const HostTensor<T> got = to_host(r->hraa);
       double err = std::max(relative_error(got, ref), relative_error(r->energy, ref_energy));
       if (direct) {
@@ -683,6 +654,8 @@ int run(const Options& o) {
       row.median_us = 1e6 * median(r->times);
       row.min_us = 1e6 * *std::min_element(r->times.begin(), r->times.end());
       row.temporaries = static_cast<double>(r->tmp->count()) / static_cast<double>(r->calls);
+      row.allocations = static_cast<double>(r->allocations - warm_allocations[ri]) /
+                        static_cast<double>(r->times.size());
       if (r->strategy == TemporaryPolicy::kbuf) {
         row.temporaries = per_contraction;
         row.has_buffer = true;
@@ -699,7 +672,7 @@ int run(const Options& o) {
 
   if (csv.is_open()) {
     csv << "D,d,type,strategy,reps,median_us,min_us,temporaries,capacity_bytes,hwm_bytes,"
-           "fallbacks_after_warmup,speedup_vs_view_init,max_rel_err\n";
+           "fallbacks_after_warmup,speedup_vs_view_init,max_rel_err,allocations\n";
     for (const Row& r : rows) {
       csv << r.bond << ',' << r.phys << ',' << type_name<T>() << ',' << to_string(r.strategy) << ','
           << r.reps << ',' << r.median_us << ',' << r.min_us << ',' << r.temporaries << ',';
@@ -708,7 +681,7 @@ int run(const Options& o) {
       } else {
         csv << ",,";
       }
-      csv << ',' << r.speedup << ',' << r.error << '\n';
+      csv << ',' << r.speedup << ',' << r.error << ',' << r.allocations << '\n';
     }
     csv.flush();
     if (!csv) {
@@ -726,21 +699,27 @@ int run(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> kokkos_args;
-  const Options options = parse(argc, argv, kokkos_args);
-  int kargc = static_cast<int>(kokkos_args.size());
-  kokkos_args.push_back(nullptr);
-  Kokkos::ScopeGuard guard(kargc, kokkos_args.data());
-  try {
-    return options.complex ? run<Kokkos::complex<double>>(options) : run<double>(options);
-  } catch (const std::bad_alloc& e) {  // kbuf::out_of_memory among them
-    std::string bonds;
-    for (std::size_t b : options.bonds) bonds += (bonds.empty() ? "" : ",") + std::to_string(b);
-    std::fprintf(stderr, "kbuf-demo: out of memory with --bond %s --phys %zu: %s\n", bonds.c_str(),
-                 options.phys, e.what());
-    return exit_out_of_memory;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kbuf-demo: %s\n", e.what());
-    return exit_other_error;
+  kbuf_cli::Arguments args(argc, argv);
+  if (args.help()) {
+    usage(stdout);
+    return exit_ok;
   }
+  Options options;
+  try {
+    options = parse(args);
+  } catch (const kbuf_cli::BadOption& e) {
+    kbuf_cli::report_bad_option("kbuf-demo", e.what());
+    return exit_bad_option;
+  }
+  return kbuf_cli::run_under_kokkos("kbuf-demo", args, [&] {
+    try {
+      return options.complex ? run<Kokkos::complex<double>>(options) : run<double>(options);
+    } catch (const std::bad_alloc& e) {  // kbuf::out_of_memory among them
+      std::string bonds;
+      for (std::size_t b : options.bonds) bonds += (bonds.empty() ? "" : ",") + std::to_string(b);
+      std::fprintf(stderr, "kbuf-demo: out of memory with --bond %s --phys %zu: %s\n",
+                   bonds.c_str(), options.phys, e.what());
+      return exit_out_of_memory;
+    }
+  });
 }

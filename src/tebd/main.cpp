@@ -2,14 +2,18 @@
 // (2007)) with every temporary of a step from kbuf, or from fresh managed Views to compare;
 // the energy per site beside the exact value.
 #include <kbuf/impl/kokkos_version.hpp>  // the version printed beside the results
+#include <kbuf_cli/cli.hpp>              // options, exit statuses (shared with kbuf-demo)
 #include <kbuf_tebd/kbuf_tebd.hpp>
-#include <kbuf_tensor/instances.hpp>  // the instances of threads, shared with kbuf-demo
+#include <kbuf_tensor/instances.hpp>    // the instances of threads, shared with kbuf-demo
+#include <kbuf_timing/allocations.hpp>  // the allocation counter, shared with kbuf-demo
+#include <kbuf_timing/harness.hpp>      // order statistics
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -38,14 +42,22 @@ using namespace kbuf_tebd;
 using kbuf_tensor::TemporaryPolicy;
 using pool_type = kbuf::AllocatorPool<space>;
 
-constexpr int exit_ok = 0;
-constexpr int exit_wrong_result = 1;
-constexpr int exit_bad_option = 2;
-constexpr int exit_out_of_memory = 3;
-constexpr int exit_other_error = 4;
+using kbuf_cli::bad_option;
+using kbuf_cli::exit_bad_option;
+using kbuf_cli::exit_ok;
+using kbuf_cli::exit_other_error;
+using kbuf_cli::exit_out_of_memory;
+using kbuf_cli::exit_wrong_result;
+using kbuf_cli::parse_number;
+using kbuf_cli::parse_positive;
 
 constexpr double agreement = 1e-12;  // strategies agree to this (relative)
 constexpr std::size_t max_chi = 1024;
+constexpr std::size_t max_repeat = 1000;
+// The largest |h|: beyond it the Hamiltonian's products and sums (h^2, 4 h) leave what a
+// double holds. Any field up to it is computed (the gate is shifted by its smallest
+// eigenvalue, the exact energy uses e0(h) = |h| e0(1/|h|)).
+constexpr double max_field = 1e150;
 
 struct Options {
   Model model = Model::ising;
@@ -58,6 +70,8 @@ struct Options {
   std::string csv, trace;
   bool quick = false;
   std::size_t limit = 0;  // 0: none
+  std::size_t repeat = 1;
+  Faults faults;  // test builds only (--fault)
   bool help = false;
 };
 
@@ -73,13 +87,17 @@ const char* strategy_name(TemporaryPolicy p) {
   return "?";
 }
 
+constexpr const char* csv_columns =
+    "model,field,chi,strategy,steps,energy,exact,abs_error,seconds,temporaries,fallbacks,"
+    "regrows,hwm_bytes,allocations,repeats,seconds_min,seconds_max";
+
 void usage(std::FILE* out) {
   std::fprintf(
       out,
       "Usage: kbuf-tebd --model ising|heisenberg [--field h[,h...]] [--chi N]\n"
       "                 [--strategy kbuf|view-noinit|view-init|all] [--threads N] [--csv FILE]\n"
       "                 [--trace FILE] [--schedule default|quick] [--limit BYTES]\n"
-      "                 [--kokkos-... options]\n"
+      "                 [--repeat N] [--kokkos-... options]\n"
       "Ground state of an infinite spin chain by imaginary-time iTEBD (two-site unit cell,\n"
       "Gamma-Lambda form, second-order Trotter, decreasing time steps, truncation by SVD),\n"
       "every temporary of a step from a kbuf::BufferAllocator or from fresh managed Views;\n"
@@ -89,16 +107,24 @@ void usage(std::FILE* out) {
       "\n"
       "Options:\n"
       "  --model M         ising or heisenberg (required)\n"
-      "  --field h[,h...]  transverse fields (ising; default 0.5,1,1.5); heisenberg has none\n"
+      "  --field h[,h...]  transverse fields (ising; default 0.5,1,1.5), |h| <= %.0e;\n"
+      "                    heisenberg has none\n"
       "  --chi N           largest bond dimension, 1 to %zu (default 32)\n"
       "  --strategy S      where temporaries come from: kbuf (default), view-noinit (fresh\n"
       "                    managed Views, WithoutInitializing), view-init (fresh managed\n"
       "                    Views, zero-filled), or all three, one after the other\n"
+      "  --repeat N        run every field and strategy N times (1 to %zu, default 1), the\n"
+      "                    strategies' runs interleaved; prints each one's median, minimum and\n"
+      "                    maximum time and, per field, whether kbuf is faster or slower than\n"
+      "                    each other strategy beyond the spread of their runs, or within noise\n"
+      "                    (N >= 3 for a verdict). kbuf's first run includes its warm-up\n"
       "  --threads N       run up to N fields at once, one host thread each, each with its own\n"
       "                    execution space instance where the backend can split and its\n"
       "                    allocator from one kbuf::AllocatorPool (Kokkos < 3.5 with the Serial\n"
       "                    backend runs one thread and says why)\n"
-      "  --csv FILE        one row per run: %s\n"
+      "  --csv FILE        one row per field and strategy: %s\n"
+      "                    (seconds: the median; allocations: memory allocations in the memory\n"
+      "                    space during the first run, counted through Kokkos Tools)\n"
       "  --trace FILE      one row per convergence check: step, time step, energy, bond\n"
       "                    dimension and the allocator's capacity, high-water mark, fallbacks\n"
       "  --schedule S      default: time steps 0.1 .. 0.001; quick: 0.1, 0.02, 0.005 with at\n"
@@ -113,74 +139,19 @@ void usage(std::FILE* out) {
       "  0  every run met its accuracy target, all strategies agree within %.0e (relative), and\n"
       "     kbuf needed no fallback after warm-up (the bond dimension at its largest and\n"
       "     every kind of work done once at it)\n"
-      "  1  a wrong result (one of the above failed)\n"
+      "  1  a wrong result (one of the above failed, or a numerical failure inside a run: a\n"
+      "     matrix with NaN or infinity before an SVD, an SVD that did not converge)\n"
       "  2  a bad option\n"
       "  3  out of memory\n"
       "  4  any other error (e.g. the CSV file cannot be written)\n",
-      max_chi,
-      "model,field,chi,strategy,steps,energy,exact,abs_error,seconds,temporaries,fallbacks,"
-      "regrows,hwm_bytes",
-      agreement);
+      max_field, max_chi, max_repeat, csv_columns, agreement);
 }
 
-// A bad option: main prints the message (on rank 0) and exits with exit_bad_option.
-class BadOption : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-[[noreturn]] void bad_option(const std::string& message) {
-  throw BadOption(message);
-}
-
-std::size_t parse_positive(const std::string& option, const std::string& text, std::size_t max) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos) {
-    bad_option(option + ": '" + text + "' is not a positive integer");
-  }
-  errno = 0;
-  const unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno != 0 || v == 0 || v > max) {
-    bad_option(option + ": '" + text + "' must be between 1 and " + std::to_string(max));
-  }
-  return static_cast<std::size_t>(v);
-}
-
-double parse_number(const std::string& option, const std::string& text) {
-  char* end = nullptr;
-  errno = 0;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno != 0 || !std::isfinite(v)) {
-    bad_option(option + ": '" + text + "' is not a number");
-  }
-  return v;
-}
-
-Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
+Options parse(const kbuf_cli::Arguments& args) {
   Options o;
-  kokkos_args.push_back(argv[0]);
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg.rfind("--kokkos-", 0) == 0) {
-      kokkos_args.push_back(argv[i]);
-      continue;
-    }
-    if (arg == "--help" || arg == "-h") {
-      o.help = true;
-      return o;
-    }
-    std::string value;
-    bool has_value = false;
-    const auto eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto next = [&]() -> std::string {
-      if (has_value) return value;
-      if (i + 1 >= argc) bad_option(arg + " needs a value");
-      return argv[++i];
-    };
+  o.help = args.help();
+  if (o.help) return o;
+  args.each([&](const std::string& arg, const auto& next) {
     if (arg == "--model") {
       const std::string m = next();
       if (m == "ising") {
@@ -192,15 +163,13 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       }
       o.model_given = true;
     } else if (arg == "--field") {
-      const std::string list = next();
-      std::size_t pos = 0;
-      while (true) {
-        const auto comma = list.find(',', pos);
-        const std::string item = list.substr(pos, comma - pos);
-        o.fields.push_back(parse_number("--field", item));
+      for (const std::string& item : kbuf_cli::split_list("--field", next())) {
+        const double h = parse_number("--field", item);
+        if (!(std::fabs(h) <= max_field)) {
+          bad_option("--field: '" + item + "' is outside the fields computed, -1e150 to 1e150");
+        }
+        o.fields.push_back(h);
         o.field_texts.push_back(item);
-        if (comma == std::string::npos) break;
-        pos = comma + 1;
       }
     } else if (arg == "--chi") {
       o.chi = parse_positive("--chi", next(), max_chi);
@@ -220,6 +189,8 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       }
     } else if (arg == "--threads") {
       o.threads = parse_positive("--threads", next(), 256);
+    } else if (arg == "--repeat") {
+      o.repeat = parse_positive("--repeat", next(), max_repeat);
     } else if (arg == "--csv") {
       o.csv = next();
       if (o.csv.empty()) bad_option("--csv needs a file name");
@@ -237,10 +208,19 @@ Options parse(int argc, char** argv, std::vector<char*>& kokkos_args) {
       }
     } else if (arg == "--limit") {
       o.limit = parse_positive("--limit", next(), static_cast<std::size_t>(-1));
+#if KBUF_TEBD_FAULT_SWITCHES
+    } else if (arg == "--fault") {  // test builds only
+      const std::string f = next();
+      if (f == "late-fallback") {
+        o.faults.late_fallback = true;
+      } else {
+        bad_option("--fault: '" + f + "' is not 'late-fallback'");
+      }
+#endif
     } else {
-      bad_option("unknown option '" + std::string(argv[i]) + "'");
+      kbuf_cli::Arguments::unknown(arg);
     }
-  }
+  });
   if (!o.model_given) bad_option("--model is required ('ising' or 'heisenberg')");
   if (o.model == Model::heisenberg) {
     for (std::size_t i = 0; i < o.fields.size(); ++i) {
@@ -267,7 +247,7 @@ bool gapped(Model model, double field) {
 // chi >= 32, 1e-6 absolute (gapped Ising) and 1e-4 relative (critical or near-critical
 // chains); below, bounds that grow as chi falls (measured errors are well inside them).
 // With the quick schedule: 1e-2 relative, a check that the run is not wrong, not that it is
-// converged.
+// converged. Absolute bounds are in units of the Hamiltonian's energy scale, max(1, |h|).
 struct Tolerance {
   double value;
   bool relative;
@@ -276,10 +256,11 @@ struct Tolerance {
 Tolerance tolerance(Model model, double field, std::size_t chi, bool quick) {
   if (quick) return {1e-2, true};
   if (gapped(model, field)) {
-    if (chi >= 32) return {1e-6, false};
-    if (chi >= 16) return {1e-5, false};
-    if (chi >= 8) return {1e-4, false};
-    return {1e-2, false};
+    const double scale = std::max(1.0, std::fabs(field));
+    if (chi >= 32) return {1e-6 * scale, false};
+    if (chi >= 16) return {1e-5 * scale, false};
+    if (chi >= 8) return {1e-4 * scale, false};
+    return {1e-2 * scale, false};
   }
   if (chi >= 32) return {1e-4, true};
   if (chi >= 16) return {3e-4, true};
@@ -289,13 +270,18 @@ Tolerance tolerance(Model model, double field, std::size_t chi, bool quick) {
 
 // ---- Runs ----------------------------------------------------------------------------------
 
+// One field and strategy, run --repeat times.
 struct Job {
   std::size_t field_index;
   TemporaryPolicy strategy;
-  RunResult result;
-  std::string error;  // an exception's message
+  RunResult result;              // of the first run (kbuf: with its warm-up)
+  std::vector<double> seconds;   // of every run
+  std::vector<double> energies;  // of every run: the same each time
+  std::string error;             // an exception's message
   bool out_of_memory = false;
-  kbuf::Statistics statistics{};  // kbuf: the allocator's counters over the run
+  bool numerical = false;                      // a NumericalError: a wrong result
+  kbuf::Statistics statistics{};               // kbuf: the allocator's counters over the first run
+  kbuf_timing::AllocationCount allocations{};  // in the memory space, over the first run
 };
 
 // One progress line on stderr, overwritten in place; only when stderr is a terminal, and only
@@ -347,13 +333,17 @@ std::string describe(const Options& o, std::size_t field_index, TemporaryPolicy 
          " chi " + std::to_string(o.chi) + " strategy " + strategy_name(s);
 }
 
+// One run of a job (after an error, none).
 void run_job(const Options& o, Job& job, pool_type& pool, const exec_space& exec,
              Progress& progress) {
+  if (!job.error.empty()) return;
   try {
     RunParams p;
     p.model = o.model;
     p.field = o.fields[job.field_index];
     p.chi = o.chi;
+    p.faults = o.faults;
+    p.allocations = [] { return kbuf_timing::AllocationCounter::now().allocations; };
     if (o.quick) p.schedule = Schedule::quick();
     std::unique_ptr<Temporaries> tmp;
     kbuf::BufferAllocator<space>* alloc = nullptr;
@@ -365,15 +355,53 @@ void run_job(const Options& o, Job& job, pool_type& pool, const exec_space& exec
       tmp = std::make_unique<Temporaries>(job.strategy, exec);
     }
     const std::string what = describe(o, job.field_index, job.strategy);
-    job.result = ground_state(*tmp, p, [&](const TracePoint& t) { progress.report(what, t); });
-    if (alloc != nullptr) job.statistics = alloc->statistics();  // counted from the run's start
+    const kbuf_timing::AllocationCount before = kbuf_timing::AllocationCounter::now();
+    RunResult r = ground_state(*tmp, p, [&](const TracePoint& t) { progress.report(what, t); });
+    if (job.seconds.empty()) job.allocations = kbuf_timing::AllocationCounter::now() - before;
+    job.seconds.push_back(r.seconds);
+    job.energies.push_back(r.energy);
+    if (job.seconds.size() == 1) {
+      job.result = std::move(r);
+      if (alloc != nullptr) job.statistics = alloc->statistics();  // counted from the run's start
+    }
   } catch (const std::bad_alloc& e) {  // kbuf::out_of_memory and Kokkos' allocation failures
     job.error = e.what();
     job.out_of_memory = true;
+  } catch (const NumericalError& e) {
+    job.error = e.what();
+    job.numerical = true;
   } catch (const std::exception& e) {
     job.error = e.what();
   }
 }
+
+// Threads make their allocators first, then the allocation counter is installed, then they
+// run: an allocator made while a Kokkos tool is loaded reports every temporary to it, off its
+// hot path, and the timings would not be kbuf's.
+class StartGate {
+ public:
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    ++arrived_;
+    changed_.notify_all();
+    changed_.wait(lock, [&] { return open_; });
+  }
+  void wait_for(std::size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return arrived_ >= n; });
+  }
+  void open() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_ = true;
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t arrived_ = 0;
+  bool open_ = false;
+};
 
 // ---- Ranks ---------------------------------------------------------------------------------
 
@@ -465,23 +493,64 @@ struct JobReport {
   bool wrong = false, out_of_memory = false, other = false;
 };
 
+// An energy with 10 decimals; in exponent notation with 11 significant digits past 1e6 (large
+// fields), where 10 decimals would print digits no double holds.
+std::string energy_text(double e) {
+  return std::fabs(e) < 1e6 ? format("%.10f", e) : format("%.10e", e);
+}
+
+// "kbuf against view-init: faster by 12.3 %" when every kbuf run beat every other run, slower
+// likewise, and "within noise" when their ranges overlap; no verdict from fewer than 3 runs.
+std::string timing_verdict(const Job& kbuf_job, const Job& other) {
+  const kbuf_timing::Summary k = kbuf_timing::summarize(kbuf_job.seconds);
+  const kbuf_timing::Summary v = kbuf_timing::summarize(other.seconds);
+  const char* name = strategy_name(other.strategy);
+  if (k.samples < 3 || v.samples < 3) {
+    return format("  kbuf against %s: no verdict from %zu run%s each (--repeat 3 or more)\n", name,
+                  k.samples, k.samples == 1 ? "" : "s");
+  }
+  if (k.max < v.min) {
+    return format(
+        "  kbuf against %s: faster by %.1f %% (medians; every kbuf run faster than "
+        "every %s run)\n",
+        name, 100 * (v.median - k.median) / v.median, name);
+  }
+  if (v.max < k.min) {
+    return format(
+        "  kbuf against %s: slower by %.1f %% (medians; every kbuf run slower than "
+        "every %s run)\n",
+        name, 100 * (k.median - v.median) / v.median, name);
+  }
+  return format(
+      "  kbuf against %s: within noise (medians %.1f %% apart, the runs' ranges "
+      "overlap)\n",
+      name, 100 * (k.median - v.median) / v.median);
+}
+
 JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) {
   JobReport rep;
   const Job& job = jobs[j];
   const std::string what = describe(o, job.field_index, job.strategy);
   if (!job.error.empty()) {
-    rep.err = format("kbuf-tebd: %s: %s%s\n", what.c_str(),
-                     job.out_of_memory ? "out of memory: " : "", job.error.c_str());
-    (job.out_of_memory ? rep.out_of_memory : rep.other) = true;
+    rep.err =
+        format("kbuf-tebd: %s: %s%s\n", what.c_str(),
+               job.out_of_memory ? "out of memory: "
+                                 : (job.numerical ? "numerical failure, a wrong result: " : ""),
+               job.error.c_str());
+    (job.out_of_memory ? rep.out_of_memory : (job.numerical ? rep.wrong : rep.other)) = true;
     return rep;
   }
   const RunResult& r = job.result;
+  const kbuf_timing::Summary t = kbuf_timing::summarize(job.seconds);
   const double err = std::fabs(r.energy - r.exact);
+  const std::string spread =
+      t.samples > 1 ? format("; median of %zu runs, min %.3f, max %.3f", t.samples, t.min, t.max)
+                    : std::string();
   rep.out = format(
-      "%s: energy per site %.10f exact %.10f error %.1e steps %zu seconds %.3f "
-      "(%.1f us per step) chi reached %zu\n",
-      what.c_str(), r.energy, r.exact, err, r.steps, r.seconds, 1e6 * r.seconds / r.steps,
-      r.chi_reached);
+      "%s: energy per site %s exact %s error %.1e steps %zu seconds %.3f "
+      "(%.1f us per step%s) chi reached %zu\n",
+      what.c_str(), energy_text(r.energy).c_str(), energy_text(r.exact).c_str(), err, r.steps,
+      t.median, 1e6 * t.median / r.steps, spread.c_str(), r.chi_reached);
   if (job.strategy == TemporaryPolicy::kbuf) {
     rep.out += format(
         "  kbuf statistics: temporaries %zu, fallbacks %zu (%zu warming up to step %zu, %zu "
@@ -492,6 +561,10 @@ JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) 
     rep.out += format("  %s statistics: temporaries %zu (fresh managed Views, no buffer)\n",
                       strategy_name(job.strategy), r.temporaries);
   }
+  rep.out +=
+      format("  allocations in %s: %zu (%zu bytes) in the %srun, %zu after warm-up (step %zu)\n",
+             space::name(), job.allocations.allocations, job.allocations.bytes,
+             t.samples > 1 ? "first " : "", r.allocations_after_warm_up, r.step_warm);
   const Tolerance tol = tolerance(o.model, o.fields[job.field_index], o.chi, o.quick);
   const double measured = tol.relative ? err / std::fabs(r.exact) : err;
   if (!(measured <= tol.value)) {
@@ -504,8 +577,16 @@ JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) 
                       r.fallbacks_after_warm_up);
     rep.wrong = true;
   }
+  for (std::size_t i = 1; i < job.energies.size(); ++i) {  // every run computes the same
+    if (!(std::fabs(job.energies[i] - r.energy) <= agreement * std::fabs(r.energy))) {
+      rep.err += format("kbuf-tebd: %s: run %zu gave energy %.12f, the first %.12f\n", what.c_str(),
+                        i + 1, job.energies[i], r.energy);
+      rep.wrong = true;
+    }
+  }
   // Against the first strategy of the same field (the same rank ran it).
-  const Job& first = jobs[j - (j % o.strategies.size())];
+  const std::size_t first_index = j - (j % o.strategies.size());
+  const Job& first = jobs[first_index];
   if (&first != &job && first.error.empty()) {
     const double diff = std::fabs(r.energy - first.result.energy) / std::fabs(first.result.energy);
     if (!(diff <= agreement)) {
@@ -514,18 +595,27 @@ JobReport report(const Options& o, const std::vector<Job>& jobs, std::size_t j) 
       rep.wrong = true;
     }
   }
+  // After the field's last strategy: kbuf's time against the others'.
+  if (j % o.strategies.size() + 1 == o.strategies.size() &&
+      first.strategy == TemporaryPolicy::kbuf && first.error.empty()) {
+    for (std::size_t i = first_index + 1; i <= j; ++i) {
+      if (jobs[i].error.empty()) rep.out += timing_verdict(first, jobs[i]);
+    }
+  }
 
   std::ostringstream csv;
   csv.precision(17);
   const bool k = job.strategy == TemporaryPolicy::kbuf;
   csv << to_string(o.model) << ',' << field_text(o, job.field_index) << ',' << o.chi << ','
       << strategy_name(job.strategy) << ',' << r.steps << ',' << r.energy << ',' << r.exact << ','
-      << err << ',' << r.seconds << ',' << r.temporaries << ',';
+      << err << ',' << t.median << ',' << r.temporaries << ',';
   if (k) {
-    csv << r.fallbacks << ',' << r.regrows << ',' << r.high_water_mark << '\n';
+    csv << r.fallbacks << ',' << r.regrows << ',' << r.high_water_mark;
   } else {
-    csv << ",,\n";
+    csv << ",,";
   }
+  csv << ',' << job.allocations.allocations << ',' << t.samples << ',' << t.min << ',' << t.max
+      << '\n';
   rep.csv = csv.str();
   return rep;
 }
@@ -603,7 +693,12 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
   // This rank's jobs in output order: its fields, then strategies.
   std::vector<Job> jobs;
   for (std::size_t f : mine)
-    for (TemporaryPolicy s : o.strategies) jobs.push_back(Job{f, s, {}, {}, false, {}});
+    for (TemporaryPolicy s : o.strategies) {
+      Job job{};
+      job.field_index = f;
+      job.strategy = s;
+      jobs.push_back(std::move(job));
+    }
   bool partitioned = false;
   const std::vector<exec_space> instances =
       kbuf_tensor::thread_instances<exec_space>(o.threads, partitioned);
@@ -616,19 +711,34 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
   }
   Progress progress(ranks.root() && isatty(STDERR_FILENO) != 0);
   const std::size_t per_field = o.strategies.size();
+  // Thread t runs its fields' jobs --repeat times, the strategies interleaved: every strategy
+  // of a field once, then again. Each thread makes its allocator before the allocation counter
+  // is installed (StartGate).
+  StartGate gate;
+  std::unique_ptr<kbuf_timing::AllocationCounter> counter;
   auto work = [&](std::size_t t) {
-    for (std::size_t j = 0; j < jobs.size(); ++j) {
-      if ((j / per_field) % o.threads != t) continue;
-      run_job(o, jobs[j], *pools[t % pools.size()], instances[t], progress);
+    (void)pools[t % pools.size()]->local();
+    if (o.threads > 1) gate.arrive_and_wait();
+    for (std::size_t round = 0; round < o.repeat; ++round) {
+      for (std::size_t j = 0; j < jobs.size(); ++j) {
+        if ((j / per_field) % o.threads != t) continue;
+        run_job(o, jobs[j], *pools[t % pools.size()], instances[t], progress);
+      }
     }
   };
   if (o.threads == 1) {
+    (void)pools[0]->local();
+    counter = std::make_unique<kbuf_timing::AllocationCounter>(space::name());
     work(0);
   } else {
     std::vector<std::thread> threads;
     for (std::size_t t = 0; t < o.threads; ++t) threads.emplace_back(work, t);
+    gate.wait_for(o.threads);
+    counter = std::make_unique<kbuf_timing::AllocationCounter>(space::name());
+    gate.open();
     for (auto& th : threads) th.join();
   }
+  counter.reset();
   progress.clear();
 
   // Every run's lines, in field order on rank 0.
@@ -685,8 +795,7 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
   const std::vector<std::string> csv_rows = gather_in_order(std::move(rows), ranks);
   const std::vector<std::string> trace_texts = gather_in_order(std::move(traces), ranks);
   if (csv.is_open()) {
-    csv << "model,field,chi,strategy,steps,energy,exact,abs_error,seconds,temporaries,fallbacks,"
-           "regrows,hwm_bytes\n";
+    csv << csv_columns << '\n';
     for (const std::string& row : csv_rows) csv << row;
     csv.flush();
     if (!csv) {
@@ -758,42 +867,26 @@ int main(int argc, char** argv) {
   const Ranks ranks;
   const bool threads_may_run = true;
 #endif
-  std::vector<char*> kokkos_args;
+  kbuf_cli::Arguments args(argc, argv);
   Options options;
   try {
-    options = parse(argc, argv, kokkos_args);
-  } catch (const BadOption& e) {  // every rank parses the same arguments
-    if (ranks.root()) {
-      std::fprintf(stderr, "kbuf-tebd: %s\nRun 'kbuf-tebd --help' for the options.\n", e.what());
-    }
+    options = parse(args);
+  } catch (const kbuf_cli::BadOption& e) {  // every rank parses the same arguments
+    if (ranks.root()) kbuf_cli::report_bad_option("kbuf-tebd", e.what());
     return exit_bad_option;
   }
   if (options.help) {
     if (ranks.root()) usage(stdout);
     return exit_ok;
   }
-  int kargc = static_cast<int>(kokkos_args.size());
-  kokkos_args.push_back(nullptr);
-  int status = exit_ok;
-  {
-    Kokkos::ScopeGuard guard(kargc, kokkos_args.data());
-    bool failed = false;
-    try {
-      status = run(options, ranks, threads_may_run);
-    } catch (const std::bad_alloc& e) {
-      std::fprintf(stderr, "kbuf-tebd: out of memory: %s\n", e.what());
-      status = exit_out_of_memory;
-      failed = true;
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "kbuf-tebd: %s\n", e.what());
-      status = exit_other_error;
-      failed = true;
-    }
+  const int status = kbuf_cli::run_under_kokkos(
+      "kbuf-tebd", args, [&] { return run(options, ranks, threads_may_run); },
+      [&](int failure) {
 #if KBUF_TEBD_MPI
-    if (failed && ranks.size > 1) mpi.abort_all(status);
+        if (ranks.size > 1) mpi.abort_all(failure);
 #else
-    (void)failed;
+        (void)failure;
 #endif
-  }
+      });
   return status;
 }

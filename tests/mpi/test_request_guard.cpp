@@ -155,6 +155,32 @@ TEST_CASE("RequestGuard: a ring exchange through the guard; the second round nee
   CHECK(stats.sum.temporaries == static_cast<std::size_t>(2 * p));
 }
 
+TEST_CASE("RequestGuard: wait() with exactly one request pending completes it") {
+  const int r = world_rank();
+  const int p = world_size();
+  const int right = (r + 1) % p;
+  const int left = (r + p - 1) % p;
+  Alloc alloc(Exec(), 1 << 16, Alloc::default_alignment, "one");
+  std::vector<double> out(n);
+  for (int i = 0; i < n; ++i) out[i] = 100.0 * r + i;
+  {
+    kbuf::mpi::RequestGuard<Space> guard(alloc, 1);
+    auto in = guard.allocate<double*>(n);
+    for (int i = 0; i < n; ++i) in(i) = -1.0;
+    guard.irecv(in, left, 3, MPI_COMM_WORLD);
+    REQUIRE(guard.pending() == 1);
+    MPI_Barrier(MPI_COMM_WORLD);  // every receive is posted before any send
+    MPI_Send(out.data(), n, MPI_DOUBLE, right, 3, MPI_COMM_WORLD);
+    guard.wait();
+    CHECK(guard.pending() == 0);
+    CHECK(guard.test());
+    int wrong = 0;  // checked while the guard, and so the temporary, still lives
+    for (int i = 0; i < n; ++i) wrong += in(i) != 100.0 * left + i ? 1 : 0;
+    CHECK(wrong == 0);
+  }
+  CHECK(alloc.empty());
+}
+
 TEST_CASE("RequestGuard: typed messages, caller-posted requests and test()") {
   const int r = world_rank();
   Alloc alloc(Exec(), 1 << 16, Alloc::default_alignment, "typed");

@@ -1,7 +1,10 @@
-// The aliased-temporary fault changes the physics: the checks of the runs would see it.
+// Faults the checks must see: an aliased temporary changes the physics, a need the warm-up
+// missed shows as fallbacks after warm-up; and the allocations a run makes, counted.
 #include <doctest/doctest.h>
 
 #include "tebd_test_support.hpp"
+
+#include <kbuf_timing/allocations.hpp>
 
 #include <cmath>
 
@@ -29,6 +32,56 @@ TEST_CASE("an aliased temporary gives a wrong energy with kbuf, none with fresh 
       CHECK(!(error <= 1e-2));  // far outside any tolerance (or not a number)
     } else {
       CHECK(error <= 1e-8);  // fresh Views cannot alias: the fault has no effect
+    }
+  }
+}
+
+TEST_CASE("a need the warm-up missed is counted as fallbacks after warm-up") {
+  RunParams p;
+  p.model = Model::ising;
+  p.field = 0.5;
+  p.chi = 8;
+  p.schedule = Schedule::quick();
+  {
+    Source src(TemporaryPolicy::kbuf);
+    const RunResult r = ground_state(*src.tmp, p);
+    CHECK(r.fallbacks_after_warm_up == 0);
+    CHECK(r.fallbacks == r.fallbacks_warming_up);
+  }
+  p.faults.late_fallback = true;
+  Source src(TemporaryPolicy::kbuf);
+  const RunResult r = ground_state(*src.tmp, p);
+  CHECK(r.step_warm < r.steps);  // warm-up ended before the run did: there were checks after it
+  CHECK(r.fallbacks_after_warm_up > 0);
+  CHECK(r.fallbacks_after_warm_up == r.fallbacks - r.fallbacks_warming_up);
+  CHECK(src.alloc->empty());
+}
+
+TEST_CASE("after warm-up kbuf allocates nothing in the memory space, fresh Views allocate") {
+  const kbuf_timing::AllocationCounter counter(kbuf_tebd::space::name());
+  RunParams p;
+  p.model = Model::ising;
+  p.field = 1.5;
+  p.chi = 8;
+  p.schedule = Schedule::quick();
+  p.allocations = [] { return kbuf_timing::AllocationCounter::now().allocations; };
+  std::size_t kbuf_allocations = 0;
+  for (TemporaryPolicy policy : all_policies) {
+    CAPTURE(std::string(kbuf_tensor::to_string(policy)));
+    Source src(policy);  // the allocator before the counter counts: made above it, as here
+    const auto before = kbuf_timing::AllocationCounter::now();
+    const RunResult r = ground_state(*src.tmp, p);
+    const auto made = kbuf_timing::AllocationCounter::now() - before;
+    CHECK(r.allocations == made.allocations);
+    CHECK(r.step_warm < r.steps);
+    if (policy == TemporaryPolicy::kbuf) {
+      CHECK(r.allocations > 0);  // its buffers while it grew, the state's tensors
+      CHECK(r.allocations_after_warm_up == 0);
+      kbuf_allocations = r.allocations;
+    } else {
+      // Every temporary is an allocation: at least one per temporary after warm-up.
+      CHECK(r.allocations > 10 * kbuf_allocations);
+      CHECK(r.allocations_after_warm_up > 0);
     }
   }
 }

@@ -46,6 +46,10 @@ struct RunParams {
   Schedule schedule;
   std::uint64_t seed = 2007;  ///< of the initial random product state
   Faults faults;              ///< test-only
+  /// When given: the memory allocations made so far in the memory space (a counter's, e.g.
+  /// kbuf_timing::AllocationCounter's for this thread). The run then records how many it made,
+  /// and how many of them after warm-up.
+  std::function<std::size_t()> allocations;
 };
 
 /// The state at one check (after a whole number of Trotter steps).
@@ -82,8 +86,11 @@ struct RunResult {
   std::size_t fallbacks_warming_up = 0;           ///< up to step_warm
   std::size_t fallbacks_after_warm_up = 0;        ///< after it
   std::size_t capacity = 0, high_water_mark = 0;  ///< kbuf only, at the end
-  bool svd_fallback = false;                      ///< some SVD needed dgesvd
-  std::size_t environment_iterations = 0;         ///< of the final energy's power iterations
+  /// Memory allocations in the memory space during the run, and after warm-up (with
+  /// RunParams::allocations; else 0).
+  std::size_t allocations = 0, allocations_after_warm_up = 0;
+  bool svd_fallback = false;               ///< some SVD needed dgesvd
+  std::size_t environment_iterations = 0;  ///< of the final energy's power iterations
   bool environment_converged = false;
   std::vector<TracePoint> trace;
 };

@@ -41,6 +41,10 @@ struct Faults {
   /// left tensor while that is still live (the allocator's position is reset between them),
   /// as an allocator that released too early would. No effect with fresh Views.
   bool alias_theta_factors = false;
+  /// With kbuf temporaries: after warm-up, every convergence check also takes a temporary one
+  /// byte larger than the buffer, which only a fallback can serve, as in a run whose warm-up
+  /// missed a need. No effect with fresh Views.
+  bool late_fallback = false;
 };
 
 /// What one bond update did.

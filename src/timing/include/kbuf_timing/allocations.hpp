@@ -58,8 +58,8 @@ inline void on_allocate(Kokkos::Tools::SpaceHandle handle, const char* label, co
   }
 }
 
-inline void on_deallocate(Kokkos::Tools::SpaceHandle handle, const char* label,
-                          const void* ptr, std::uint64_t size) {
+inline void on_deallocate(Kokkos::Tools::SpaceHandle handle, const char* label, const void* ptr,
+                          std::uint64_t size) {
   const CounterState& s = counter_state();
   if (s.previous_deallocate != nullptr) s.previous_deallocate(handle, label, ptr, size);
   if (std::strncmp(handle.name, s.space, sizeof s.space) == 0) ++thread_count().deallocations;
