@@ -45,13 +45,7 @@ constexpr std::size_t direct_check_max_bond = 16;  // nine-index loop nest up to
 
 // Exit status (documented in --help): 1 a strategy disagrees with the reference, or kbuf needed
 // fallbacks after warm-up; 3 the sizes need more memory than there is.
-using kbuf_cli::bad_option;
-using kbuf_cli::exit_bad_option;
-using kbuf_cli::exit_ok;
-using kbuf_cli::exit_other_error;
-using kbuf_cli::exit_out_of_memory;
-using kbuf_cli::exit_wrong_result;
-using kbuf_cli::parse_positive;
+using namespace kbuf_cli;
 
 struct Options {
   std::vector<std::size_t> bonds;
@@ -117,19 +111,11 @@ Options parse(const kbuf_cli::Arguments& args) {
     } else if (arg == "--reps") {
       o.reps = parse_positive("--reps", next(), 100000000);
     } else if (arg == "--type") {
-      const std::string t = next();
-      if (t == "double") {
-        o.complex = false;
-      } else if (t == "complex") {
-        o.complex = true;
-      } else {
-        bad_option("--type: '" + t + "' is not 'double' or 'complex'");
-      }
+      o.complex = parse_choice("--type", next(), {"double", "complex"}) == 1;
     } else if (arg == "--threads") {
       o.threads = parse_positive("--threads", next(), 256);
     } else if (arg == "--csv") {
-      o.csv = next();
-      if (o.csv.empty()) bad_option("--csv needs a file name");
+      o.csv = parse_file_name("--csv", next());
     } else {
       kbuf_cli::Arguments::unknown(arg);
     }

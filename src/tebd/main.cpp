@@ -42,14 +42,7 @@ using namespace kbuf_tebd;
 using kbuf_tensor::TemporaryPolicy;
 using pool_type = kbuf::AllocatorPool<space>;
 
-using kbuf_cli::bad_option;
-using kbuf_cli::exit_bad_option;
-using kbuf_cli::exit_ok;
-using kbuf_cli::exit_other_error;
-using kbuf_cli::exit_out_of_memory;
-using kbuf_cli::exit_wrong_result;
-using kbuf_cli::parse_number;
-using kbuf_cli::parse_positive;
+using namespace kbuf_cli;
 
 constexpr double agreement = 1e-12;  // strategies agree to this (relative)
 constexpr std::size_t max_chi = 1024;
@@ -153,14 +146,8 @@ Options parse(const kbuf_cli::Arguments& args) {
   if (o.help) return o;
   args.each([&](const std::string& arg, const auto& next) {
     if (arg == "--model") {
-      const std::string m = next();
-      if (m == "ising") {
-        o.model = Model::ising;
-      } else if (m == "heisenberg") {
-        o.model = Model::heisenberg;
-      } else {
-        bad_option("--model: '" + m + "' is not 'ising' or 'heisenberg'");
-      }
+      o.model = parse_choice("--model", next(), {"ising", "heisenberg"}) == 0 ? Model::ising
+                                                                              : Model::heisenberg;
       o.model_given = true;
     } else if (arg == "--field") {
       for (const std::string& item : kbuf_cli::split_list("--field", next())) {
@@ -174,48 +161,28 @@ Options parse(const kbuf_cli::Arguments& args) {
     } else if (arg == "--chi") {
       o.chi = parse_positive("--chi", next(), max_chi);
     } else if (arg == "--strategy") {
-      const std::string s = next();
-      if (s == "kbuf") {
-        o.strategies = {TemporaryPolicy::kbuf};
-      } else if (s == "view-noinit") {
-        o.strategies = {TemporaryPolicy::fresh_views};
-      } else if (s == "view-init") {
-        o.strategies = {TemporaryPolicy::fresh_views_initialized};
-      } else if (s == "all") {
-        o.strategies = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
-                        TemporaryPolicy::fresh_views_initialized};
-      } else {
-        bad_option("--strategy: '" + s + "' is not 'kbuf', 'view-noinit', 'view-init' or 'all'");
-      }
+      const TemporaryPolicy all[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
+                                     TemporaryPolicy::fresh_views_initialized};
+      const std::size_t i =
+          parse_choice("--strategy", next(), {"kbuf", "view-noinit", "view-init", "all"});
+      o.strategies = i == 3 ? std::vector<TemporaryPolicy>(all, all + 3)
+                            : std::vector<TemporaryPolicy>{all[i]};
     } else if (arg == "--threads") {
       o.threads = parse_positive("--threads", next(), 256);
     } else if (arg == "--repeat") {
       o.repeat = parse_positive("--repeat", next(), max_repeat);
     } else if (arg == "--csv") {
-      o.csv = next();
-      if (o.csv.empty()) bad_option("--csv needs a file name");
+      o.csv = parse_file_name("--csv", next());
     } else if (arg == "--trace") {
-      o.trace = next();
-      if (o.trace.empty()) bad_option("--trace needs a file name");
+      o.trace = parse_file_name("--trace", next());
     } else if (arg == "--schedule") {
-      const std::string s = next();
-      if (s == "default") {
-        o.quick = false;
-      } else if (s == "quick") {
-        o.quick = true;
-      } else {
-        bad_option("--schedule: '" + s + "' is not 'default' or 'quick'");
-      }
+      o.quick = parse_choice("--schedule", next(), {"default", "quick"}) == 1;
     } else if (arg == "--limit") {
       o.limit = parse_positive("--limit", next(), static_cast<std::size_t>(-1));
 #if KBUF_TEBD_FAULT_SWITCHES
     } else if (arg == "--fault") {  // test builds only
-      const std::string f = next();
-      if (f == "late-fallback") {
-        o.faults.late_fallback = true;
-      } else {
-        bad_option("--fault: '" + f + "' is not 'late-fallback'");
-      }
+      (void)parse_choice("--fault", next(), {"late-fallback"});
+      o.faults.late_fallback = true;
 #endif
     } else {
       kbuf_cli::Arguments::unknown(arg);

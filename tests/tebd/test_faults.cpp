@@ -10,12 +10,22 @@
 
 using namespace kbuf_tebd_test;
 
-TEST_CASE("an aliased temporary gives a wrong energy with kbuf, none with fresh Views") {
+namespace {
+
+// A short Ising run at chi = 8 (quick schedule).
+RunParams quick_ising(double field) {
   RunParams p;
   p.model = Model::ising;
-  p.field = 0.5;
+  p.field = field;
   p.chi = 8;
   p.schedule = Schedule::quick();
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("an aliased temporary gives a wrong energy with kbuf, none with fresh Views") {
+  RunParams p = quick_ising(0.5);
   p.faults.alias_theta_factors = true;
   for (TemporaryPolicy policy : all_policies) {
     CAPTURE(std::string(kbuf_tensor::to_string(policy)));
@@ -37,11 +47,7 @@ TEST_CASE("an aliased temporary gives a wrong energy with kbuf, none with fresh 
 }
 
 TEST_CASE("a need the warm-up missed is counted as fallbacks after warm-up") {
-  RunParams p;
-  p.model = Model::ising;
-  p.field = 0.5;
-  p.chi = 8;
-  p.schedule = Schedule::quick();
+  RunParams p = quick_ising(0.5);
   {
     Source src(TemporaryPolicy::kbuf);
     const RunResult r = ground_state(*src.tmp, p);
@@ -59,11 +65,7 @@ TEST_CASE("a need the warm-up missed is counted as fallbacks after warm-up") {
 
 TEST_CASE("after warm-up kbuf allocates nothing in the memory space, fresh Views allocate") {
   const kbuf_timing::AllocationCounter counter(kbuf_tebd::space::name());
-  RunParams p;
-  p.model = Model::ising;
-  p.field = 1.5;
-  p.chi = 8;
-  p.schedule = Schedule::quick();
+  RunParams p = quick_ising(1.5);
   p.allocations = [] { return kbuf_timing::AllocationCounter::now().allocations; };
   std::size_t kbuf_allocations = 0;
   for (TemporaryPolicy policy : all_policies) {

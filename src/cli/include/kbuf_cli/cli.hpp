@@ -67,6 +67,24 @@ inline double parse_number(const std::string& option, const std::string& text) {
   return v;
 }
 
+/// The index of `text` among `choices`, else a BadOption: "--type: 'float' is not 'double' or
+/// 'complex'".
+inline std::size_t parse_choice(const std::string& option, const std::string& text,
+                                const std::vector<std::string>& choices) {
+  std::string listed;
+  for (std::size_t i = 0; i < choices.size(); ++i) {
+    if (text == choices[i]) return i;
+    listed += (i == 0 ? "'" : (i + 1 == choices.size() ? " or '" : ", '")) + choices[i] + "'";
+  }
+  bad_option(option + ": '" + text + "' is not " + listed);
+}
+
+/// A file name: not empty, else a BadOption ("--csv needs a file name").
+inline std::string parse_file_name(const std::string& option, const std::string& text) {
+  if (text.empty()) bad_option(option + " needs a file name");
+  return text;
+}
+
 /// The items of a comma-separated list; an empty list or item is a BadOption.
 inline std::vector<std::string> split_list(const std::string& option, const std::string& list) {
   std::vector<std::string> items;
