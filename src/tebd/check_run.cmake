@@ -3,13 +3,8 @@
 # strategy.
 #   -DCOMMAND=... -DMATCH=regex -DCSV=file [-DROWS=n] [-DREPEATS=n]
 file(REMOVE "${CSV}")
-execute_process(COMMAND ${COMMAND} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(NOT rc STREQUAL "0")
-  message(FATAL_ERROR "exit status ${rc}, expected 0\n${out}${err}")
-endif()
-if(NOT "${out}${err}" MATCHES "${MATCH}")
-  message(FATAL_ERROR "output does not match '${MATCH}':\n${out}${err}")
-endif()
+set(CODE 0)
+include("${CMAKE_CURRENT_LIST_DIR}/../../cmake/expect_exit.cmake")  # runs COMMAND, checks MATCH
 file(STRINGS "${CSV}" lines)
 list(LENGTH lines n)
 list(GET lines 0 header)

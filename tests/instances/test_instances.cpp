@@ -57,6 +57,16 @@ std::size_t fences_outside_frees(const ToolRecorder& rec) {
   });
 }
 
+/// Where fences are observable: kbuf fenced once, its own instance, before the first free, and
+/// no global fence that the frees do not explain.
+void check_one_own_fence_before_frees(const ToolRecorder& rec, const exec_space& exec) {
+  if (!fences_observable()) return;
+  CHECK(rec.kbuf_fences() == 1);
+  CHECK(rec.kbuf_fences_of(exec) == 1);
+  CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
+  CHECK(rec.unexplained_global_fences() == 0);
+}
+
 /// Kokkos 4.x fences the whole host before every HostSpace free: say so, do not hide it. With
 /// KBUF_TEST_REPORT_EVENTS set in the environment, lists every event (scripts/gpu-check.sh
 /// reports them).
@@ -162,13 +172,8 @@ TEST_CASE(
   report_events(rec, "a reset that frees a fallback");
   CHECK(alloc.statistics().fences == fences_before + 1);
   CHECK(rec.count(is_deallocation) == 1);
-  if (fences_observable()) {
-    CHECK(rec.kbuf_fences() == 1);
-    CHECK(rec.kbuf_fences_of(exec) == 1);
-    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
-    CHECK(rec.unexplained_global_fences() == 0);
-    CHECK(fences_outside_frees(rec) == 1);
-  }
+  check_one_own_fence_before_frees(rec, exec);
+  if (fences_observable()) CHECK(fences_outside_frees(rec) == 1);
 }
 
 TEST_CASE("regrowth fences the own instance once, frees the old buffer, then takes the new one") {
@@ -191,13 +196,8 @@ TEST_CASE("regrowth fences the own instance once, frees the old buffer, then tak
   CHECK(rec.count(is_allocation) == 1);  // the new buffer at once, no realignment retry
   CHECK(rec.first(is_deallocation) < rec.first(is_allocation));
   CHECK(rec.count(ToolEvent::kernel) == 0);
-  if (fences_observable()) {
-    CHECK(rec.kbuf_fences() == 1);
-    CHECK(rec.kbuf_fences_of(exec) == 1);
-    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
-    CHECK(rec.unexplained_global_fences() == 0);
-    CHECK(fences_outside_frees(rec) == 1);
-  }
+  check_one_own_fence_before_frees(rec, exec);
+  if (fences_observable()) CHECK(fences_outside_frees(rec) == 1);
   (void)t;
   rec.clear();
   alloc.reset();
@@ -222,12 +222,7 @@ TEST_CASE("destruction fences the own instance once, then frees the buffer and f
   report_events(rec, "destruction with a live fallback");
   CHECK(rec.count(is_deallocation) == 2);
   CHECK(rec.count(is_allocation) == 0);
-  if (fences_observable()) {
-    CHECK(rec.kbuf_fences() == 1);
-    CHECK(rec.kbuf_fences_of(exec) == 1);
-    CHECK(rec.first(kbuf_test::is_kbuf_fence) < rec.first(is_deallocation));
-    CHECK(rec.unexplained_global_fences() == 0);
-  }
+  check_one_own_fence_before_frees(rec, exec);
 }
 
 TEST_CASE("an allocator that never took memory neither fences nor frees when destroyed") {
