@@ -38,18 +38,17 @@ list(LENGTH one_runs n_one)
 if(n_one EQUAL 0)
   message(FATAL_ERROR "the one-process run printed no run line:\n${one_out}")
 endif()
-if(NOT one_runs STREQUAL many_runs)
-  string(REPLACE ";" "\n" a "${one_runs}")
-  string(REPLACE ";" "\n" b "${many_runs}")
-  message(FATAL_ERROR "the run lines on ${RANKS} ranks differ from one process's:\n"
-                      "one process:\n${a}\n${RANKS} ranks:\n${b}\n\nfull output on ${RANKS} ranks:\n${many_out}")
-endif()
-if(NOT one_rows STREQUAL many_rows)
-  string(REPLACE ";" "\n" a "${one_rows}")
-  string(REPLACE ";" "\n" b "${many_rows}")
-  message(FATAL_ERROR "the CSV rows on ${RANKS} ranks differ from one process's:\n"
-                      "one process:\n${a}\n${RANKS} ranks:\n${b}")
-endif()
+# Fails unless the lists ONE and MANY (of WHAT) are equal; shows both, and MORE after them.
+function(expect_same what one many more)
+  if(NOT one STREQUAL many)
+    string(REPLACE ";" "\n" a "${one}")
+    string(REPLACE ";" "\n" b "${many}")
+    message(FATAL_ERROR "the ${what} on ${RANKS} ranks differ from one process's:\n"
+                        "one process:\n${a}\n${RANKS} ranks:\n${b}${more}")
+  endif()
+endfunction()
+expect_same("run lines" "${one_runs}" "${many_runs}" "\n\nfull output on ${RANKS} ranks:\n${many_out}")
+expect_same("CSV rows" "${one_rows}" "${many_rows}" "")
 foreach(expected
         "iTEBD: [^\n]*, ${RANKS} ranks\n"
         "\nkbuf statistics over ${RANKS} ranks \\(largest peak used on rank [0-9]+\\):\n  temporaries +min +[1-9]"
