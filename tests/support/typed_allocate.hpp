@@ -18,42 +18,36 @@ struct type_tag {
   using type = T;
 };
 
-/// The element types, by index (the fuzzer's corpus encodes these indices: append only).
-constexpr int element_type_count = 7;
-constexpr std::size_t element_sizes[element_type_count] = {1,
-                                                           sizeof(float),
-                                                           sizeof(double),
-                                                           sizeof(Pod12),
-                                                           sizeof(Kokkos::complex<double>),
-                                                           sizeof(Wide),
-                                                           sizeof(Page)};
-constexpr std::size_t element_aligns[element_type_count] = {1,
-                                                            alignof(float),
-                                                            alignof(double),
-                                                            alignof(Pod12),
-                                                            alignof(Kokkos::complex<double>),
-                                                            alignof(Wide),
-                                                            alignof(Page)};
+/// The element types, by index (the fuzzer's corpus encodes these indices: append only), with
+/// their sizes and alignments read from the types themselves.
+template <class... T>
+struct element_type_list {
+  static constexpr int count = static_cast<int>(sizeof...(T));
+  static constexpr std::size_t sizes[sizeof...(T)] = {sizeof(T)...};
+  static constexpr std::size_t aligns[sizeof...(T)] = {alignof(T)...};
+};
+using element_types =
+    element_type_list<unsigned char, float, double, Pod12, Kokkos::complex<double>, Wide, Page>;
+constexpr int element_type_count = element_types::count;
+inline constexpr const std::size_t* element_sizes = element_types::sizes;
+inline constexpr const std::size_t* element_aligns = element_types::aligns;
+
+/// `f(type_tag<T>{})` for the type of index `index` in `types` (the last one for an index past
+/// the end or below zero).
+template <class F, class First, class... Rest>
+decltype(auto) with_type_at(element_type_list<First, Rest...>, int index, F&& f) {
+  if constexpr (sizeof...(Rest) == 0) {
+    return f(type_tag<First>{});
+  } else {
+    if (index == 0) return f(type_tag<First>{});
+    return with_type_at(element_type_list<Rest...>{}, index - 1, static_cast<F&&>(f));
+  }
+}
 
 /// `f(type_tag<T>{})` for the element type of index `type` (0 <= type < element_type_count).
 template <class F>
 decltype(auto) with_element_type(int type, F&& f) {
-  switch (type) {
-    case 0:
-      return f(type_tag<unsigned char>{});
-    case 1:
-      return f(type_tag<float>{});
-    case 2:
-      return f(type_tag<double>{});
-    case 3:
-      return f(type_tag<Pod12>{});
-    case 4:
-      return f(type_tag<Kokkos::complex<double>>{});
-    case 5:
-      return f(type_tag<Wide>{});
-    default:
-      return f(type_tag<Page>{});
-  }
+  return with_type_at(element_types{}, type, static_cast<F&&>(f));
 }
 
 /// `f(type_tag<Kokkos::LayoutLeft>{})` or `f(type_tag<Kokkos::LayoutRight>{})`.
