@@ -25,6 +25,14 @@ Checks:
      the maps (name, or (name, condition)), and requires(^kokkos<condition>) is declared in a
      loop over each map. With --kokkos-recipe PATH (the Kokkos package.py of a spack-packages
      checkout) it also lists the conditions that recipe's maps carry today.
+ 10. the recipe never reads a variant through .variants[...] / .variants.get(...) and .value
+     (for an external whose spec names the variant, e.g. kokkos ... cxxstd=17, that value is the
+     tuple ('17',), so a comparison with '17' is silently false and the setting never reaches
+     CMake); it asks spec.satisfies("name=value") instead.
+ 11. the stand-alone test can be started on a machine without the GPU of a +cuda / +rocm build
+     (a login or build node): a test part that runs a program it built raises SkipTest before
+     running it where no GPU is present, and the recipe looks for both (libcuda.so.1 and
+     /dev/nvidia*, /dev/kfd).
 
 Prints what it checked and exits non-zero when the recipe and the CMake have drifted apart.
 """
@@ -443,6 +451,8 @@ def main():
     check_messages(report, recipe)
     check_known_bad_pairs(report, tree)
     check_arch_conditions(report, tree, kokkos_recipe_arg())
+    check_variant_values(report, tree)
+    check_gpu_test_skips(report, tree)
     return finish(report)
 
 
@@ -600,6 +610,87 @@ def check_arch_conditions(report, tree, kokkos_recipe):
         conds = {a: c for a, (_n, c) in helper(maps[name]).items() if c}
         listing = ", ".join(f"{a} {c}" for a, c in conds.items()) or "none"
         report.ok(f"{name}: {len(maps[name])} architectures, forwarded conditions: {listing}")
+
+
+def _mentions_variants(node):
+    # Whether an expression reads a spec's variant map (x.variants, x.variants[...], .get(...)).
+    return any(isinstance(n, ast.Attribute) and n.attr == "variants" for n in ast.walk(node))
+
+
+def check_variant_values(report, tree):
+    report.section("variants are asked with satisfies(), never read as .variants[...].value")
+    # Names bound to something read from a variant map, per function (or the module).
+    scopes = [tree] + [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    found = []
+    for scope in scopes:
+        bound = set()
+        body = scope.body
+        nodes = [n for stmt in body for n in ast.walk(stmt)]
+        for n in nodes:
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None:
+                if _mentions_variants(n.value):
+                    targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                    bound.update(t.id for t in targets if isinstance(t, ast.Name))
+            elif isinstance(n, ast.NamedExpr) and _mentions_variants(n.value):
+                bound.add(n.target.id)
+        for n in nodes:
+            if isinstance(n, ast.Attribute) and n.attr == "value":
+                base = n.value
+                if _mentions_variants(base) or (isinstance(base, ast.Name) and base.id in bound):
+                    found.append((n.lineno, ast.unparse(n)))
+    for line, text in sorted(set(found)):
+        report.fail(f"{rel(RECIPE)}:{line}: {text} reads a variant's value: for an external "
+                    "spec that names the variant it is a tuple; use spec.satisfies('name=value')")
+    if not found:
+        report.ok("no .value read from a spec's variants")
+
+
+def _is_test_part(item):
+    call = item.context_expr
+    return (isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            and call.func.id == "test_part")
+
+
+def _runs_program(node):
+    # Executable(...)(...): a program the test built is run.
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Call)
+               and isinstance(n.func.func, ast.Name) and n.func.func.id == "Executable"
+               for n in ast.walk(node))
+
+
+def check_gpu_test_skips(report, tree):
+    report.section("the stand-alone test skips running a GPU build's program where no GPU is "
+                   "present")
+    text = ast.unparse(tree)
+    parts = []
+    for fn in ast.walk(tree):
+        if not (isinstance(fn, ast.FunctionDef) and fn.name.startswith("test")):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.With) and any(_is_test_part(i) for i in node.items):
+                if _runs_program(node):
+                    parts.append((fn.name, node))
+    if not parts:
+        report.fail("no test part of the stand-alone test runs a program (Executable(...)())")
+    for name, node in parts:
+        run_line = min(n.lineno for n in ast.walk(node) if isinstance(n, ast.Call)
+                       and isinstance(n.func, ast.Call) and isinstance(n.func.func, ast.Name)
+                       and n.func.func.id == "Executable")
+        skips = [n.lineno for n in ast.walk(node) if isinstance(n, ast.Raise) and n.exc is not None
+                 and "SkipTest" in ast.unparse(n.exc) and n.lineno < run_line]
+        if skips:
+            report.ok(f"{name}: the test part that runs a program (line {run_line}) raises "
+                      f"SkipTest first where it cannot run (line {skips[0]})")
+        else:
+            report.fail(f"{rel(RECIPE)}:{run_line}: {name} runs a program it built with no "
+                        "SkipTest before it: on a machine without the GPU of a +cuda / +rocm "
+                        "build the stand-alone test fails instead of skipping the run")
+    for what, needle in (("CUDA driver", "libcuda.so.1"), ("NVIDIA device", "/dev/nvidia"),
+                         ("AMD GPU (ROCm kernel driver)", "/dev/kfd")):
+        if needle in text:
+            report.ok(f"looks for the {what}: {needle}")
+        else:
+            report.fail(f"the recipe never looks for the {what} ({needle})")
 
 
 def finish(report):

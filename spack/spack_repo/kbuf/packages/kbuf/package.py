@@ -2,6 +2,8 @@
 #
 # SPDX-License-Identifier: BSD-3-Clause
 
+import ctypes
+import glob
 import os
 
 from spack_repo.builtin.build_systems.cmake import CMakePackage
@@ -261,10 +263,13 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             self.define("CMAKE_CXX_COMPILER", self._cxx_compiler()),
         ]
         # kbuf's own code needs C++17; it is compiled in the standard Kokkos was built for
-        # (C++20 for Kokkos 5), so that both agree on the View's layout.
-        cxxstd = spec["kokkos"].variants.get("cxxstd")
-        if cxxstd is not None and cxxstd.value in ("17", "20", "23"):
-            args.append(self.define("CMAKE_CXX_STANDARD", cxxstd.value))
+        # (C++20 for Kokkos 5), so that both agree on the View's layout. Asked with satisfies(),
+        # not read from .variants[...].value: for an external Kokkos whose spec names cxxstd=17
+        # that value is the tuple ('17',), not the string '17'.
+        for cxxstd in ("23", "20", "17"):
+            if spec["kokkos"].satisfies(f"cxxstd={cxxstd}"):
+                args.append(self.define("CMAKE_CXX_STANDARD", cxxstd))
+                break
         if spec.satisfies("+kernels"):
             args.append(self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix))
         return args
@@ -273,6 +278,23 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     def copy_consumer_sources(self):
         """Keep the install-test consumer project for `spack test run`."""
         cache_extra_test_sources(self, [self.consumer_src])
+
+    def _gpu_unavailable(self):
+        """Why kbuf-consumer of a +cuda / +rocm build cannot run on this machine (None: it can).
+
+        A GPU build is often installed, and its stand-alone test started, on a machine without
+        the GPU (a login or build node): there the program is built, and its run is skipped."""
+        if self.spec.satisfies("+cuda"):
+            try:
+                ctypes.CDLL("libcuda.so.1")
+            except OSError:
+                return "no CUDA driver (libcuda.so.1) on this machine"
+            if not glob.glob("/dev/nvidia[0-9]*"):
+                return "no NVIDIA GPU (/dev/nvidia*) on this machine"
+        elif self.spec.satisfies("+rocm"):
+            if not os.path.exists("/dev/kfd"):
+                return "no AMD GPU (/dev/kfd) on this machine"
+        return None
 
     def test_consumer(self):
         """build the install-test consumer against the installed kbuf and run it"""
@@ -315,4 +337,7 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             exes = [f for f in found if os.path.isfile(f) and os.access(f, os.X_OK)]
             if not exes:
                 raise RuntimeError(f"kbuf-consumer was not built under {build_dir}")
+            reason = self._gpu_unavailable()
+            if reason:
+                raise SkipTest(f"{reason}: kbuf-consumer was built, not run")
             Executable(exes[0])()
