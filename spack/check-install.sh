@@ -283,7 +283,7 @@ ctest_result() {
     note "no CTest summary in the build log"
     return 1
   fi
-  local passed_pct failed total
+  local failed total
   failed=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')
   total=$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/')
   note "CTest: $((total - failed)) tests passed, $failed failed out of $total"
