@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -30,6 +31,7 @@
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
+#include <kbuf/workspace.hpp>
 
 namespace kbuf {
 
@@ -480,6 +482,38 @@ class BufferAllocator final {
     ++stats_.fences;
   }
 
+  /// Temporaries inside kernels, per team of a `TeamPolicy` (docs/workspace.md): a temporary
+  /// of the current scope (released with it) holding a slot of `size.bytes` for each team that
+  /// can be in flight at once, a spill area and counters, zeroed by a kernel on the bound
+  /// instance. A workspace made again with the same `label` is sized for what the last
+  /// `finish()` under it saw: a slot size for the common need and a spill area for the rest
+  /// (the size asked is then a first guess only).
+  /// @throws kbuf::logic_error if the policy's execution space is not the allocator's or cannot
+  /// access its memory space, or the size overflows; nothing changes then.
+  /// @throws kbuf::out_of_memory as `allocate`.
+  template <class ExecPolicy>
+  Workspace<MemorySpace> workspace(const ExecPolicy& policy, per_team size,
+                                   std::string label = "workspace");
+
+  /// As above, per concurrent thread of any policy: one slot per `UniqueToken` value of the
+  /// policy's execution space (`Kokkos::Experimental::UniqueToken<Exec>` with the global
+  /// scope).
+  template <class ExecPolicy>
+  Workspace<MemorySpace> workspace(const ExecPolicy& policy, per_thread size,
+                                   std::string label = "workspace");
+
+ private:
+  template <class>
+  friend class Workspace;
+
+  // The common part of both workspace() calls, for `slots` slots of `bytes` (a first guess).
+  template <class ExecSpace>
+  Workspace<MemorySpace> make_workspace(const char* call, std::size_t slots, std::size_t bytes,
+                                        std::size_t spill, bool team, std::string label);
+
+  // What each workspace label learned (stable addresses: workspaces point at their record).
+  std::map<std::string, Impl::WorkspaceLearning> learned_;
+
  private:
   static constexpr std::size_t initial_mark_capacity = 32;
 
@@ -874,5 +908,6 @@ class BufferAllocator final {
 }  // namespace kbuf
 
 #include <kbuf/impl/growth_fallbacks_limits.hpp>
+#include <kbuf/impl/workspace_impl.hpp>
 
 #endif  // KBUF_BUFFER_ALLOCATOR_HPP

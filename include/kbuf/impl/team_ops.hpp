@@ -1,0 +1,155 @@
+#ifndef KBUF_IMPL_TEAM_OPS_HPP
+#define KBUF_IMPL_TEAM_OPS_HPP
+
+/// @file
+/// A team member seen through a type-free handle, so that `kbuf::Workspace::Arena`, one class for
+/// every execution space, can still synchronise its team: a barrier, and a value computed once per
+/// team and broadcast to its threads. The handle names the member's execution space; each
+/// operation calls that space's own member functions (`team_barrier`, `Kokkos::single` with
+/// `PerTeam`). On the device pass of nvcc and hipcc only the device member exists. Not part of
+/// the API.
+
+#include <cstdint>
+#include <type_traits>
+
+#include <Kokkos_Core.hpp>
+
+namespace kbuf {
+namespace Impl {
+
+/// The execution spaces whose team members a handle can name (0: no team, one thread).
+enum team_kind : int {
+  team_none = 0,
+  team_serial = 1,
+  team_openmp = 2,
+  team_threads = 3,
+  team_cuda = 4,
+  team_hip = 5
+};
+
+#if defined(KOKKOS_ENABLE_HIP)
+#if KOKKOS_VERSION >= 40000
+using hip_execution_space = Kokkos::HIP;
+#else
+using hip_execution_space = Kokkos::Experimental::HIP;
+#endif
+#endif
+
+/// The kind of the team member type `Member`, or -1 for one kbuf does not know.
+template <class Member, class = void>
+struct team_kind_of : std::integral_constant<int, -1> {};
+
+#define KBUF_IMPL_TEAM_KIND(Space, kind)                                                         \
+  template <class Member>                                                                        \
+  struct team_kind_of<                                                                           \
+      Member, std::enable_if_t<                                                                  \
+                  std::is_same<Member, typename Kokkos::TeamPolicy<Space>::member_type>::value>> \
+      : std::integral_constant<int, kind> {};
+
+#if defined(KOKKOS_ENABLE_SERIAL)
+KBUF_IMPL_TEAM_KIND(Kokkos::Serial, team_serial)
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+KBUF_IMPL_TEAM_KIND(Kokkos::OpenMP, team_openmp)
+#endif
+#if defined(KOKKOS_ENABLE_THREADS)
+KBUF_IMPL_TEAM_KIND(Kokkos::Threads, team_threads)
+#endif
+#if defined(KOKKOS_ENABLE_CUDA)
+KBUF_IMPL_TEAM_KIND(Kokkos::Cuda, team_cuda)
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+KBUF_IMPL_TEAM_KIND(hip_execution_space, team_hip)
+#endif
+#undef KBUF_IMPL_TEAM_KIND
+
+/// A team member: its address and its kind (team_none: one thread, nothing to synchronise).
+/// A team of one thread is still synchronised: on a GPU its vector lanes run the same code.
+struct TeamHandle {
+  const void* member = nullptr;
+  int kind = team_none;
+};
+
+/// The handle of `team`.
+template <class Member>
+KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
+  static_assert(team_kind_of<Member>::value >= 0,
+                "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
+                "OpenMP, Threads, CUDA or HIP is needed");
+  return TeamHandle{&team, team_kind_of<Member>::value};
+}
+
+/// Calls `f(member)` with the member `h` names, in its own type.
+template <class F>
+KOKKOS_INLINE_FUNCTION void visit_member(const TeamHandle& h, F& f) {
+#if defined(__CUDA_ARCH__)
+  f(*static_cast<const typename Kokkos::TeamPolicy<Kokkos::Cuda>::member_type*>(h.member));
+#elif defined(__HIP_DEVICE_COMPILE__)
+  f(*static_cast<const typename Kokkos::TeamPolicy<hip_execution_space>::member_type*>(h.member));
+#else
+  switch (h.kind) {
+#if defined(KOKKOS_ENABLE_SERIAL)
+    case team_serial:
+      f(*static_cast<const typename Kokkos::TeamPolicy<Kokkos::Serial>::member_type*>(h.member));
+      break;
+#endif
+#if defined(KOKKOS_ENABLE_OPENMP)
+    case team_openmp:
+      f(*static_cast<const typename Kokkos::TeamPolicy<Kokkos::OpenMP>::member_type*>(h.member));
+      break;
+#endif
+#if defined(KOKKOS_ENABLE_THREADS)
+    case team_threads:
+      f(*static_cast<const typename Kokkos::TeamPolicy<Kokkos::Threads>::member_type*>(h.member));
+      break;
+#endif
+    default:  // a device member on the host pass: never reached (no kernel runs there)
+      break;
+  }
+#endif
+}
+
+/// The team's barrier (nothing without a team).
+struct BarrierVisitor {
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    team.team_barrier();
+  }
+};
+
+KOKKOS_INLINE_FUNCTION void team_barrier(const TeamHandle& h) {
+  if (h.kind == team_none) return;
+  const BarrierVisitor v{};
+  visit_member(h, v);
+}
+
+/// `value = f()` computed by one thread of the team and seen by all (Kokkos::single with
+/// PerTeam, which waits for it).
+template <class T, class F>
+struct SingleVisitor {
+  F& f;
+  T& value;
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
+    F& fn = f;
+    Kokkos::single(
+        Kokkos::PerTeam(team), [&](T& v) { v = fn(); }, value);
+  }
+};
+
+template <class T, class F>
+KOKKOS_INLINE_FUNCTION T team_single(const TeamHandle& h, F& f) {
+  T value{};
+  if (h.kind == team_none) {
+    value = f();
+    return value;
+  }
+  const SingleVisitor<T, F> v{f, value};
+  visit_member(h, v);
+  return value;
+}
+
+}  // namespace Impl
+}  // namespace kbuf
+
+#endif  // KBUF_IMPL_TEAM_OPS_HPP
