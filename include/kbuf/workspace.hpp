@@ -147,6 +147,17 @@ KOKKOS_INLINE_FUNCTION int need_bucket(unsigned long long n) {
 /// The spill word's halves.
 inline constexpr unsigned long long spill_half = 0xFFFFFFFFull;
 
+/// `extent_is_negative` for kernels.
+template <class E>
+KOKKOS_INLINE_FUNCTION bool negative_extent(E e) {
+  if constexpr (std::is_signed<E>::value) {
+    return e < 0;
+  } else {
+    (void)e;
+    return false;
+  }
+}
+
 /// What a claim failed with.
 inline constexpr unsigned long long failed_claim = ~0ull;
 
@@ -346,12 +357,12 @@ class Workspace {
       unsigned long long n = Impl::static_extent_product<DataType>::value * sizeof(T);
       bool good = true;
       const auto mul = [&](auto e) {
-        if (Impl::extent_is_negative(e)) {
+        if (Impl::negative_extent(e)) {
           good = false;
           return;
         }
         const unsigned long long x = static_cast<unsigned long long>(e);
-        if (x != 0 && n > (std::numeric_limits<unsigned long long>::max() >> 2) / x) {
+        if (x != 0 && n > (~0ull >> 2) / x) {  // below 2^62: no address computed overflows
           good = false;
           return;
         }
@@ -360,7 +371,7 @@ class Workspace {
       (void)mul;
       (mul(extents), ...);
       if (!good && ((static_cast<unsigned long long>(extents) == 0) || ...) &&
-          !(Impl::extent_is_negative(extents) || ...)) {
+          !(Impl::negative_extent(extents) || ...)) {
         good = true;  // a zero extent: the size is 0 whatever the others are
         n = 0;
       }
