@@ -40,6 +40,7 @@
 #include <limits>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -51,6 +52,13 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/team_ops.hpp>
 #include <kbuf/impl/view_traits.hpp>
+
+// A pause in a spin: the host thread yields, so that the holder it waits for can run.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define KBUF_IMPL_WORKSPACE_PAUSE() ((void)0)
+#else
+#define KBUF_IMPL_WORKSPACE_PAUSE() std::this_thread::yield()
+#endif
 
 namespace kbuf {
 
@@ -80,15 +88,19 @@ struct WorkspaceReport {
   std::size_t peak_slot_bytes = 0;  ///< the largest need of one slot, spills included
   [[nodiscard]] bool complete() const noexcept { return failed_takes == 0; }
 
-  std::size_t arenas = 0;          ///< arenas that ended (teams, or token holders)
-  std::size_t slots = 0;           ///< slots of the workspace
-  std::size_t slot_bytes = 0;      ///< bytes of each slot
-  std::size_t spill_capacity = 0;  ///< bytes of the spill area
-  std::size_t spill_peak = 0;      ///< the spill area's top at its highest (asked, served or not)
-  std::size_t spilling_arenas_peak = 0;  ///< the most arenas that had spilled, live at once
-  std::size_t unslotted_arenas = 0;      ///< arenas that found no free slot in their bounded probe
-  std::size_t next_slot_bytes = 0;       ///< what the next workspace with this label gets per slot
-  std::size_t next_spill_bytes = 0;      ///< and for its spill area
+  std::size_t arenas = 0;            ///< arenas that ended (teams, or token holders)
+  std::size_t slots = 0;             ///< slots of the workspace
+  std::size_t slot_bytes = 0;        ///< bytes of each slot
+  std::size_t spill_lanes = 0;       ///< spill lanes of the workspace
+  std::size_t lane_bytes = 0;        ///< bytes of each lane
+  std::size_t spill_peak = 0;        ///< the most one arena asked of its lane at once
+  std::size_t spilling_arenas = 0;   ///< arenas that spilled
+  std::size_t lane_waits = 0;        ///< of those, arenas that waited for a free lane
+  std::size_t lanes_missed = 0;      ///< arenas whose bounded wait found no lane
+  std::size_t unslotted_arenas = 0;  ///< arenas that found no free slot in their bounded probe
+  std::size_t next_slot_bytes = 0;   ///< what the next workspace with this label gets per slot
+  std::size_t next_spill_lanes = 0;  ///< its spill lanes
+  std::size_t next_lane_bytes = 0;   ///< and the bytes of each
 };
 
 /// One-line text form: `takes 4096, spills 12 (98304 bytes), failed 0, peak slot 24576 bytes, ...`.
@@ -100,7 +112,8 @@ namespace Impl {
 struct WorkspaceLearning {
   bool learned = false;
   std::size_t slot_bytes = 0;
-  std::size_t spill_bytes = 0;
+  std::size_t lanes = 0;
+  std::size_t lane_bytes = 0;
   std::size_t rounds = 0;                        ///< finish() calls for this label
   std::vector<const unsigned char*> unfinished;  ///< workspaces made and not finished yet
 };
@@ -112,11 +125,11 @@ enum workspace_counter : int {
   wc_spill_bytes,
   wc_failed,
   wc_peak_need,
-  wc_spill_word,        // (top << 32) | live, in units
-  wc_spill_peak_units,  // the top asked for at its highest, served or not
+  wc_spill_peak,  // the most one arena asked of its lane at once, served or not
   wc_arenas,
-  wc_spilling_now,
-  wc_spilling_peak,
+  wc_spilling,    // arenas that spilled
+  wc_lane_waits,  // spilling arenas that waited for a lane
+  wc_no_lane,     // spilling arenas whose bounded wait found none
   wc_unslotted,
   wc_count
 };
@@ -144,9 +157,6 @@ KOKKOS_INLINE_FUNCTION int need_bucket(unsigned long long n) {
   return 5 + 4 * (e - 2) + sub;
 }
 
-/// The spill word's halves.
-inline constexpr unsigned long long spill_half = 0xFFFFFFFFull;
-
 /// `extent_is_negative` for kernels.
 template <class E>
 KOKKOS_INLINE_FUNCTION bool negative_extent(E e) {
@@ -158,8 +168,63 @@ KOKKOS_INLINE_FUNCTION bool negative_extent(E e) {
   }
 }
 
-/// What a claim failed with.
-inline constexpr unsigned long long failed_claim = ~0ull;
+/// The workspace's atomics. On the host they are the compiler's own (`__atomic`), which stay
+/// atomic whatever Kokkos was built with (a Serial-only Kokkos 3 makes its atomics plain
+/// operations) and which ThreadSanitizer understands; in device code, Kokkos'.
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_cas(T* p, T expected, T desired) {
+  return Kokkos::atomic_compare_exchange(p, expected, desired);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_add(T* p, T v) {
+  return Kokkos::atomic_fetch_add(p, v);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_max(T* p, T v) {
+  (void)Kokkos::atomic_fetch_max(p, v);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_store(T* p, T v) {
+  Kokkos::memory_fence();
+  (void)Kokkos::atomic_exchange(p, v);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
+  return *static_cast<volatile T*>(p);
+}
+KOKKOS_INLINE_FUNCTION void acquire_fence() {
+  Kokkos::memory_fence();
+}
+#else
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_cas(T* p, T expected, T desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+  return expected;  // the value seen: `expected` itself on success
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_add(T* p, T v) {
+  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_max(T* p, T v) {
+  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (old < v &&
+         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION void atomic_store(T* p, T v) {
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+}
+template <class T>
+KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+}
+KOKKOS_INLINE_FUNCTION void acquire_fence() {
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+}
+#endif
 
 /// A free slot among the `n` flags at `flags`, probed from `start` on with compare-and-swap,
 /// `rounds` times round; -1 when none was free that often.
@@ -169,9 +234,8 @@ KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::s
   const std::size_t bound = n * rounds;
   std::size_t i = start % n;
   for (std::size_t attempt = 0; attempt < bound; ++attempt) {
-    if (*static_cast<volatile unsigned int*>(&flags[i]) == 0u &&
-        Kokkos::atomic_compare_exchange(&flags[i], 0u, 1u) == 0u) {
-      Kokkos::memory_fence();  // what the slot's last holder wrote is done with
+    if (atomic_load(&flags[i]) == 0u && atomic_cas(&flags[i], 0u, 1u) == 0u) {
+      acquire_fence();  // what the slot's last holder wrote is done with
       return static_cast<int>(i);
     }
     i = i + 1 == n ? 0 : i + 1;
@@ -181,64 +245,20 @@ KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::s
 
 /// Frees a slot `claim_slot` gave.
 KOKKOS_INLINE_FUNCTION void release_slot(unsigned int* flags, int slot) {
-  Kokkos::memory_fence();  // the slot's memory is done with before it is free
-  Kokkos::atomic_exchange(&flags[slot], 0u);
+  atomic_store(&flags[slot], 0u);  // after everything the holder did with the slot
 }
 
-/// One claimant's view of the spill area: the end of its newest block and the run of its
-/// blocks, contiguous, below that end (units).
-struct SpillCursor {
-  unsigned long long end = 0;
-  unsigned long long contig = 0;
-};
-
-/// Claims `units` from the spill area whose word (top << 32 | live) is `*word` and whose
-/// capacity is `cap` units; records the top asked for in `*peak`. The offset in units, or
-/// failed_claim.
-KOKKOS_INLINE_FUNCTION unsigned long long spill_claim(unsigned long long* word,
-                                                      unsigned long long* peak,
-                                                      unsigned long long cap,
-                                                      unsigned long long units, SpillCursor& c) {
-  unsigned long long old = *static_cast<volatile unsigned long long*>(word);
-  for (;;) {
-    const unsigned long long top = old >> 32;
-    const unsigned long long live = old & spill_half;
-    Kokkos::atomic_fetch_max(peak, top + units);
-    if (top + units > cap) return failed_claim;
-    const unsigned long long next = ((top + units) << 32) | (live + units);
-    const unsigned long long seen = Kokkos::atomic_compare_exchange(word, old, next);
-    if (seen == old) {
-      c.contig = top == c.end ? c.contig + units : units;
-      c.end = top + units;
-      return top;
-    }
-    old = seen;
+/// Waits, bounded, for a free lane among the `n` flags at `flags` (a lane is held by one
+/// arena at a time, which never waits while it holds one: the wait ends when a holder's spill
+/// is given back). -1 when `rounds` probes of all lanes found none.
+KOKKOS_INLINE_FUNCTION int wait_for_lane(unsigned int* flags, std::size_t n, std::size_t start,
+                                         std::size_t rounds) {
+  for (std::size_t r = 0; r < rounds; ++r) {
+    const int lane = claim_slot(flags, n, start, 1);
+    if (lane >= 0) return lane;
+    KBUF_IMPL_WORKSPACE_PAUSE();
   }
-}
-
-/// Gives back the claimant's newest `units`: the top comes down when they are on top, and goes
-/// to zero when nothing in the area is live.
-KOKKOS_INLINE_FUNCTION void spill_release(unsigned long long* word, unsigned long long units,
-                                          SpillCursor& c) {
-  unsigned long long old = *static_cast<volatile unsigned long long*>(word);
-  for (;;) {
-    const unsigned long long top = old >> 32;
-    const unsigned long long live = (old & spill_half) - units;
-    const bool lower = top == c.end && c.contig >= units;
-    const unsigned long long next_top = live == 0 ? 0 : lower ? top - units : top;
-    const unsigned long long next = (next_top << 32) | live;
-    const unsigned long long seen = Kokkos::atomic_compare_exchange(word, old, next);
-    if (seen == old) {
-      if (lower) {
-        c.end -= units;
-        c.contig -= units;
-      } else {
-        c.contig = 0;  // what is left of its blocks is below another's
-      }
-      return;
-    }
-    old = seen;
-  }
+  return -1;
 }
 
 }  // namespace Impl
@@ -340,14 +360,17 @@ class Workspace {
         : counters_(ws.counters_),
           hist_(ws.hist_),
           flags_(ws.flags_),
+          lane_flags_(ws.lane_flags_),
           spill_(ws.spill_),
+          lanes_(ws.lanes_),
+          lane_bytes_(ws.lane_bytes_),
           unit_(ws.unit_),
-          spill_cap_units_(ws.spill_cap_units_),
           slot_bytes_(slot >= 0 ? ws.slot_bytes_ : 0),
           slot_mem_(slot >= 0 ? ws.slots_mem_ + static_cast<std::size_t>(slot) * ws.slot_bytes_
                               : nullptr),
           team_(team),
           slot_(slot),
+          start_(slot >= 0 ? slot : 0),
           owns_flag_(ws.per_team_ && slot >= 0),
           unslotted_(slot < 0) {}
 
@@ -390,7 +413,8 @@ class Workspace {
 #endif
     }
 
-    // Memory for a take of `nbytes`: the slot, the spill area, or null (failed, counted).
+    // Memory for a take of `nbytes`: the slot, the arena's spill lane, or null (failed,
+    // counted).
     KOKKOS_FUNCTION void* place(unsigned long long nbytes, std::size_t type_alignment) {
       ++takes_;
       if (nbytes == 0) return nullptr;  // an empty view: nothing moves, not a failure
@@ -403,93 +427,102 @@ class Workspace {
         slot_top_ += n;
         return p;
       }
-      const unsigned long long units = n / unit_;
-      SpillClaim claim{this, units};
-      const unsigned long long at = Impl::team_single<unsigned long long>(team_, claim);
-      if (!spilled_) spilled_ = true;  // every thread: the counter moved in the claim
-      if (at == Impl::failed_claim) {
+      // A spill: what the arena asks of its lane counts, served or not.
+      spill_want_ += n;
+      if (spill_want_ > spill_peak_) spill_peak_ = spill_want_;
+      spilled_ = true;
+      if (lane_ < 0 && lanes_ != 0 && n <= lane_bytes_) {
+        LaneClaim claim{this};
+        lane_ = Impl::team_single<int>(team_, claim);
+      }
+      if (lane_ < 0 || spill_top_ + n > lane_bytes_) {
         ok_ = false;
         ++failed_;
         return nullptr;
       }
-      spill_live_units_ += units;
+      void* p = spill_ + static_cast<std::size_t>(lane_) * lane_bytes_ + spill_top_;
+      spill_top_ += n;
       ++spills_;
       spill_bytes_ += n;
-      return spill_ + at * unit_;
+      return p;
     }
 
-    // Claims `units` from the spill area (one thread of the team); its offset in units, or
-    // failed_claim.
-    struct SpillClaim {
+    // Claims a spill lane for the arena (one thread of the team): a free one at once, else a
+    // bounded wait for one.
+    struct LaneClaim {
       Arena* arena;
-      unsigned long long units;
-      KOKKOS_FUNCTION unsigned long long operator()() const {
+      KOKKOS_FUNCTION int operator()() const {
         Arena& a = *arena;
-        if (!a.spilled_) {
-          const unsigned long long now =
-              Kokkos::atomic_fetch_add(&a.counters_[Impl::wc_spilling_now], 1ull) + 1;
-          Kokkos::atomic_fetch_max(&a.counters_[Impl::wc_spilling_peak], now);
+        int lane = Impl::claim_slot(a.lane_flags_, a.lanes_, a.start_, 1);
+        if (lane < 0) {
+          Impl::atomic_add(&a.counters_[Impl::wc_lane_waits], 1ull);
+          lane = Impl::wait_for_lane(a.lane_flags_, a.lanes_, a.start_, lane_wait_rounds);
+          if (lane < 0) Impl::atomic_add(&a.counters_[Impl::wc_no_lane], 1ull);
         }
-        return Impl::spill_claim(&a.counters_[Impl::wc_spill_word],
-                                 &a.counters_[Impl::wc_spill_peak_units], a.spill_cap_units_, units,
-                                 a.cursor_);
+        return lane;
       }
     };
 
-    // Gives back the arena's newest `units` of spilled memory (one thread of the team).
-    struct SpillRelease {
+    // Gives the lane back (one thread of the team).
+    struct LaneRelease {
       Arena* arena;
-      unsigned long long units;
       KOKKOS_FUNCTION int operator()() const {
-        Impl::spill_release(&arena->counters_[Impl::wc_spill_word], units, arena->cursor_);
+        Impl::release_slot(arena->lane_flags_, arena->lane_);
         return 0;
       }
     };
 
-    // The arena's end, by one thread of the team: the rest of its spill, its counts, its slot.
+    // The arena's end, by one thread of the team: its lane, its counts, its slot.
     struct Flush {
       Arena* arena;
       KOKKOS_FUNCTION int operator()() const {
         Arena& a = *arena;
-        if (a.spill_live_units_ != 0) {
-          SpillRelease release{arena, a.spill_live_units_};
-          (void)release();
-        }
+        if (a.lane_ >= 0) Impl::release_slot(a.lane_flags_, a.lane_);
         unsigned long long* c = a.counters_;
-        Kokkos::atomic_fetch_add(&c[Impl::wc_takes], a.takes_);
-        if (a.spills_ != 0) {
-          Kokkos::atomic_fetch_add(&c[Impl::wc_spills], a.spills_);
-          Kokkos::atomic_fetch_add(&c[Impl::wc_spill_bytes], a.spill_bytes_);
+        Impl::atomic_add(&c[Impl::wc_takes], a.takes_);
+        if (a.spilled_) {
+          Impl::atomic_add(&c[Impl::wc_spilling], 1ull);
+          Impl::atomic_add(&c[Impl::wc_spills], a.spills_);
+          Impl::atomic_add(&c[Impl::wc_spill_bytes], a.spill_bytes_);
+          Impl::atomic_max(&c[Impl::wc_spill_peak], a.spill_peak_);
         }
-        if (a.failed_ != 0) Kokkos::atomic_fetch_add(&c[Impl::wc_failed], a.failed_);
-        if (a.spilled_) Kokkos::atomic_fetch_add(&c[Impl::wc_spilling_now], ~0ull);  // -1
-        if (a.unslotted_) Kokkos::atomic_fetch_add(&c[Impl::wc_unslotted], 1ull);
-        Kokkos::atomic_fetch_max(&c[Impl::wc_peak_need], a.need_peak_);
-        Kokkos::atomic_fetch_add(&c[Impl::wc_arenas], 1ull);
+        if (a.failed_ != 0) Impl::atomic_add(&c[Impl::wc_failed], a.failed_);
+        if (a.unslotted_) Impl::atomic_add(&c[Impl::wc_unslotted], 1ull);
+        Impl::atomic_max(&c[Impl::wc_peak_need], a.need_peak_);
+        Impl::atomic_add(&c[Impl::wc_arenas], 1ull);
         const int b = Impl::need_bucket(a.need_peak_);
-        Kokkos::atomic_fetch_add(&a.hist_[2 * b], 1ull);
-        Kokkos::atomic_fetch_max(&a.hist_[2 * b + 1], a.need_peak_);
+        Impl::atomic_add(&a.hist_[2 * b], 1ull);
+        Impl::atomic_max(&a.hist_[2 * b + 1], a.need_peak_);
         if (a.owns_flag_) Impl::release_slot(a.flags_, a.slot_);
         return 0;
       }
     };
 
-    KOKKOS_FUNCTION void end_frame(int index, unsigned long long slot_top,
-                                   unsigned long long need_top,
-                                   unsigned long long spill_live_units) {
+    // What a frame restores.
+    struct Tops {
+      unsigned long long slot, need, spill, want;
+    };
+    KOKKOS_FUNCTION Tops tops() const {
+      return Tops{slot_top_, need_top_, spill_top_, spill_want_};
+    }
+
+    KOKKOS_FUNCTION void end_frame(int index, const Tops& t) {
       if (ended_ || index != depth_ - 1) {
         misuse(ended_ ? "kbuf::Workspace::Frame ended after its arena"
                       : "kbuf::Workspace::Frame ended out of LIFO order");
         if (ended_) return;
       }
       --depth_;
-      slot_top_ = slot_top;
-      need_top_ = need_top;
-      if (spill_live_units_ > spill_live_units) {
-        Impl::team_barrier(team_);  // no thread still uses the memory given back
-        SpillRelease release{this, spill_live_units_ - spill_live_units};
+      slot_top_ = t.slot;
+      need_top_ = t.need;
+      spill_want_ = t.want;
+      spill_top_ = t.spill;
+      if (spill_top_ == 0 && lane_ >= 0) {
+        // The lane is empty again: give it to an arena that waits (no thread still uses it).
+        Impl::team_barrier(team_);
+        LaneRelease release{this};
         (void)Impl::team_single<int>(team_, release);
-        spill_live_units_ = spill_live_units;
+        lane_ = -1;
       }
     }
 
@@ -501,27 +534,36 @@ class Workspace {
 #endif
     }
 
+    // Probes of all the lanes an arena's wait makes before it goes without one: long enough
+    // for a holder to finish its spill (it waits for nothing meanwhile).
+    static constexpr std::size_t lane_wait_rounds = std::size_t{1} << 26;
+
     unsigned long long* counters_;
     unsigned long long* hist_;
     unsigned int* flags_;
+    unsigned int* lane_flags_;
     unsigned char* spill_;
+    std::size_t lanes_;
+    unsigned long long lane_bytes_;
     unsigned long long unit_;
-    unsigned long long spill_cap_units_;
     unsigned long long slot_bytes_;
     unsigned char* slot_mem_;
     Impl::TeamHandle team_;
     int slot_;
+    std::size_t start_;  // where the lane probe starts
     bool owns_flag_;
     bool unslotted_;
     bool ok_ = true;
     bool ended_ = false;
     bool spilled_ = false;
     int depth_ = 0;
+    int lane_ = -1;
     unsigned long long slot_top_ = 0;
     unsigned long long need_top_ = 0;
     unsigned long long need_peak_ = 0;
-    unsigned long long spill_live_units_ = 0;
-    Impl::SpillCursor cursor_;  // the view of the thread that claims for the team
+    unsigned long long spill_top_ = 0;   // in the lane
+    unsigned long long spill_want_ = 0;  // asked of the lane, failed takes included
+    unsigned long long spill_peak_ = 0;
     unsigned long long takes_ = 0;
     unsigned long long spills_ = 0;
     unsigned long long spill_bytes_ = 0;
@@ -536,21 +578,14 @@ class Workspace {
     Frame& operator=(const Frame&) = delete;
     Frame(Frame&&) = delete;
     Frame& operator=(Frame&&) = delete;
-    KOKKOS_FUNCTION ~Frame() { arena_.end_frame(index_, slot_top_, need_top_, spill_live_units_); }
+    KOKKOS_FUNCTION ~Frame() { arena_.end_frame(index_, tops_); }
 
    private:
     friend class Arena;
-    KOKKOS_FUNCTION explicit Frame(Arena& a)
-        : arena_(a),
-          index_(a.depth_++),
-          slot_top_(a.slot_top_),
-          need_top_(a.need_top_),
-          spill_live_units_(a.spill_live_units_) {}
+    KOKKOS_FUNCTION explicit Frame(Arena& a) : arena_(a), index_(a.depth_++), tops_(a.tops()) {}
     Arena& arena_;
     int index_;
-    unsigned long long slot_top_;
-    unsigned long long need_top_;
-    unsigned long long spill_live_units_;
+    typename Arena::Tops tops_;
   };
 
   Workspace() = default;  ///< an empty workspace: no slots; made by BufferAllocator::workspace
@@ -587,9 +622,18 @@ class Workspace {
   KOKKOS_FUNCTION std::size_t slot_bytes() const noexcept {
     return slot_bytes_;
   }
-  /// Bytes of the spill area.
+  /// Bytes of the spill area: `spill_lanes()` lanes of `lane_bytes()`.
   KOKKOS_FUNCTION std::size_t spill_bytes() const noexcept {
-    return static_cast<std::size_t>(spill_cap_units_ * unit_);
+    return lanes_ * static_cast<std::size_t>(lane_bytes_);
+  }
+  /// Spill lanes: an arena that spills holds one, alone, until its spill is given back; an
+  /// arena that finds none free waits (bounded) for one.
+  KOKKOS_FUNCTION std::size_t spill_lanes() const noexcept {
+    return lanes_;
+  }
+  /// Bytes of each spill lane: the most one arena can spill at once.
+  KOKKOS_FUNCTION std::size_t lane_bytes() const noexcept {
+    return static_cast<std::size_t>(lane_bytes_);
   }
   /// Bytes the workspace takes from its allocator (header and flags included).
   std::size_t bytes() const noexcept {
@@ -634,11 +678,13 @@ class Workspace {
   unsigned long long* hist_ = nullptr;  // count and largest need, per bucket
   unsigned int* flags_ = nullptr;
   unsigned char* slots_mem_ = nullptr;
+  unsigned int* lane_flags_ = nullptr;
   unsigned char* spill_ = nullptr;
   std::size_t slots_ = 0;
   std::size_t slot_bytes_ = 0;
+  std::size_t lanes_ = 0;
+  unsigned long long lane_bytes_ = 0;
   unsigned long long unit_ = 64;
-  unsigned long long spill_cap_units_ = 0;
   std::size_t header_bytes_ = 0;
   std::size_t total_ = 0;
   bool per_team_ = true;

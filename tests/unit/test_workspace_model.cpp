@@ -69,7 +69,7 @@ struct Run {
 struct Model {
   std::size_t unit, slot, spill;
   struct Top {
-    std::size_t slot = 0, spill = 0, need = 0;
+    std::size_t slot = 0, spill = 0, need = 0, want = 0;
   };
   Top top;
   std::vector<Top> frames;
@@ -94,7 +94,8 @@ struct Model {
       top.slot += n;
       return;
     }
-    if (top.spill + n > spill_peak) spill_peak = top.spill + n;
+    top.want += n;  // asked of the lane, served or not
+    if (top.want > spill_peak) spill_peak = top.want;
     if (top.spill + n > spill) {
       ++failed;
       region.push_back(2);
@@ -163,10 +164,9 @@ TEST_CASE("workspace model: random takes and nested frames land where the refere
     const kbuf::WorkspaceReport r = ws.finish();
 
     std::vector<unsigned long long> got(where.extent(0));
-    Kokkos::deep_copy(
-        Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(got.data(),
-                                                                                      got.size()),
-        where);
+    Kokkos::deep_copy(Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                          got.data(), got.size()),
+                      where);
     // Each region's start, from its first take: every other take is at its offset from there.
     unsigned long long base[2] = {0, 0};
     bool seen[2] = {false, false};

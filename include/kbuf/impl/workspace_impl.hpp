@@ -23,8 +23,9 @@ inline std::ostream& operator<<(std::ostream& os, const WorkspaceReport& r) {
   return os << "takes " << r.takes << ", spills " << r.spills << " (" << r.spill_bytes
             << " bytes), failed " << r.failed_takes << ", peak slot " << r.peak_slot_bytes
             << " bytes, arenas " << r.arenas << ", slots " << r.slots << " x " << r.slot_bytes
-            << " bytes, spill area " << r.spill_capacity << " bytes (peak " << r.spill_peak
-            << "), next " << r.next_slot_bytes << " per slot + " << r.next_spill_bytes << " spill";
+            << " bytes, spill lanes " << r.spill_lanes << " x " << r.lane_bytes << " bytes (peak "
+            << r.spill_peak << ", " << r.lane_waits << " waits), next " << r.next_slot_bytes
+            << " per slot + " << r.next_spill_lanes << " x " << r.next_lane_bytes << " spill";
 }
 
 namespace Impl {
@@ -117,27 +118,26 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
                " bytes, label '", label, "', on allocator '", label_, "': ", bytes,
                " bytes per slot overflows size_t when aligned to ", unit);
   slot_bytes = (slot_bytes + unit - 1) / unit * unit;
-  std::size_t spill = learned ? found->second.spill_bytes : spill_guess;
-  KBUF_EXPECTS(spill <= static_cast<std::size_t>(-1) - (unit - 1), call, " with ", bytes,
-               " bytes, label '", label, "', on allocator '", label_, "': a spill area of ", spill,
+  std::size_t lane = learned ? found->second.lane_bytes : spill_guess;
+  const std::size_t lanes = learned ? found->second.lanes : (spill_guess != 0 ? 1 : 0);
+  KBUF_EXPECTS(lane <= static_cast<std::size_t>(-1) - (unit - 1), call, " with ", bytes,
+               " bytes, label '", label, "', on allocator '", label_, "': a spill area of ", lane,
                " bytes overflows size_t when aligned to ", unit);
-  spill = (spill + unit - 1) / unit * unit;
+  lane = (lane + unit - 1) / unit * unit;
   const std::size_t header_raw =
       (Impl::wc_count + 2 * Impl::workspace_buckets) * sizeof(unsigned long long) +
-      slots * sizeof(unsigned int);
+      (slots + lanes) * sizeof(unsigned int);
   const std::size_t header = (header_raw + unit - 1) / unit * unit;
+  std::size_t slots_total = 0;
+  std::size_t spill = 0;
   std::size_t total = 0;
-  KBUF_EXPECTS(Impl::mul_add(slots, slot_bytes, header, &total) &&
-                   total <= static_cast<std::size_t>(-1) - spill - unit,
+  KBUF_EXPECTS(Impl::mul_add(slots, slot_bytes, header, &slots_total) &&
+                   Impl::mul_add(lanes, lane, 0, &spill) &&
+                   Impl::mul_add(1, slots_total, spill, &total) &&
+                   total <= static_cast<std::size_t>(-1) - unit,
                call, " with ", bytes, " bytes, label '", label, "', on allocator '", label_,
-               "': ", slots, " slots of ", slot_bytes, " bytes and a spill area of ", spill,
-               " bytes overflow size_t");
-  total += spill;
-  if (spill / unit >= Impl::spill_half) {
-    Impl::throw_out_of_memory(call, " with ", bytes, " bytes, label '", label, "', on allocator '",
-                              label_, "': a spill area of ", spill, " bytes is more than ",
-                              Impl::spill_half, " units of ", unit, " bytes");
-  }
+               "': ", slots, " slots of ", slot_bytes, " bytes and ", lanes, " spill lanes of ",
+               lane, " bytes overflow size_t");
   const std::size_t padding = unit > alignment_ ? unit - alignment_ : 0;
   // The label's record first (with room to list this workspace), so that nothing can fail once
   // the memory is taken; a record made here is dropped again if the memory cannot be had.
@@ -153,7 +153,7 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
     if (made.second) learned_.erase(made.first);
     Impl::throw_out_of_memory(call, " with ", bytes, " bytes, label '", name, "', on allocator '",
                               label_, "': a workspace of ", total, " bytes (", slots, " slots of ",
-                              slot_bytes, " bytes, a spill area of ", spill,
+                              slot_bytes, " bytes, ", lanes, " spill lanes of ", lane,
                               " bytes) could not be had: ", e.what());
   } catch (...) {
     if (made.second) learned_.erase(made.first);
@@ -166,12 +166,14 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
   ws.counters_ = reinterpret_cast<unsigned long long*>(base);
   ws.hist_ = ws.counters_ + Impl::wc_count;
   ws.flags_ = reinterpret_cast<unsigned int*>(ws.hist_ + 2 * Impl::workspace_buckets);
+  ws.lane_flags_ = ws.flags_ + slots;
   ws.slots_mem_ = base + header;
-  ws.spill_ = base + header + slots * slot_bytes;
+  ws.spill_ = base + slots_total;
   ws.slots_ = slots;
   ws.slot_bytes_ = slot_bytes;
+  ws.lanes_ = lanes;
+  ws.lane_bytes_ = lane;
   ws.unit_ = unit;
-  ws.spill_cap_units_ = spill / unit;
   ws.header_bytes_ = header;
   ws.total_ = total;
   ws.per_team_ = team;
@@ -224,53 +226,78 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
   r.arenas = h[Impl::wc_arenas];
   r.slots = slots_;
   r.slot_bytes = slot_bytes_;
-  r.spill_capacity = spill_bytes();
-  r.spill_peak = h[Impl::wc_spill_peak_units] * unit_;
-  r.spilling_arenas_peak = h[Impl::wc_spilling_peak];
+  r.spill_lanes = lanes_;
+  r.lane_bytes = lane_bytes();
+  r.spill_peak = h[Impl::wc_spill_peak];
+  r.spilling_arenas = h[Impl::wc_spilling];
+  r.lane_waits = h[Impl::wc_lane_waits];
+  r.lanes_missed = h[Impl::wc_no_lane];
   r.unslotted_arenas = h[Impl::wc_unslotted];
 
   Impl::WorkspaceLearning& rec = *learning_;
   ++rec.rounds;
   if (r.arenas != 0) {
-    // For a slot size c: every need above c spills, at most all of it (a take that does not
-    // fit the rest of its slot goes whole to the spill area), and at most min(slots, arenas
-    // above c) of them are in flight at once. The spill area for c is then the sum of that many
-    // of the largest needs above c (each need counted as its bucket's largest), whatever the
-    // schedule: the rerun of the same needs cannot fail. The slot size is the need that makes
-    // slots x c + spill the smallest; ties go to the larger slot (fewer spills).
-    const auto spill_for = [&](int first_above) {
-      std::size_t k = 0;
-      for (int b = first_above; b < Impl::workspace_buckets; ++b) k += hist[2 * b];
-      if (k > slots_) k = slots_;
-      long double sum = 0;
-      for (int b = Impl::workspace_buckets - 1; b >= first_above && k != 0; --b) {
-        const std::size_t take = hist[2 * b] < k ? hist[2 * b] : k;
-        sum += static_cast<long double>(take) * hist[2 * b + 1];
-        k -= take;
+    // For a slot size c, the arenas whose need is above c spill; each holds a lane alone while
+    // it spills, and an arena that finds no free lane waits for one. A lane must hold the most
+    // one arena spills: at the slot size of this run that was measured (spill_peak, failed
+    // takes included); at another, it is bounded by the largest need above c (a take that does
+    // not fit the rest of its slot goes whole to the lane). The lanes are as many as arenas
+    // above c would spill at once if they were spread evenly over the run: about
+    // (arenas above c) x slots / arenas, at least one. The slot size is the need that makes
+    // slots x c + lanes x lane the smallest; ties go to the larger slot (fewer spills). Sizes
+    // depend on the needs alone, never on the schedule, so the rerun of the same needs fits.
+    std::size_t largest = 0;  // the largest need above the candidate (walked from the top)
+    std::vector<std::size_t> largest_above(Impl::workspace_buckets + 1, 0);
+    std::vector<std::size_t> count_above(Impl::workspace_buckets + 1, 0);
+    for (int b = Impl::workspace_buckets - 1; b >= 0; --b) {
+      count_above[b] = count_above[b + 1] + hist[2 * b];
+      if (hist[2 * b] != 0 && hist[2 * b + 1] > largest) largest = hist[2 * b + 1];
+      largest_above[b] = largest;
+    }
+    struct Choice {
+      long double cost = -1;
+      std::size_t slot = 0, lanes = 0, lane = 0;
+    } best;
+    const auto consider = [&](std::size_t c, std::size_t above, std::size_t lane) {
+      std::size_t lanes = 0;
+      if (above != 0) {
+        const long double even = static_cast<long double>(above) * slots_ / r.arenas;
+        lanes = static_cast<std::size_t>(even);
+        if (static_cast<long double>(lanes) < even) ++lanes;
+        if (lanes < 1) lanes = 1;
+        if (lanes > above) lanes = above;
+        if (lanes > slots_) lanes = slots_;
+      } else {
+        lane = 0;
       }
-      return sum;
+      const long double cost =
+          static_cast<long double>(slots_) * c + static_cast<long double>(lanes) * lane;
+      if (best.cost < 0 || cost < best.cost || (cost == best.cost && c > best.slot)) {
+        best.cost = cost;
+        best.slot = c;
+        best.lanes = lanes;
+        best.lane = lane;
+      }
     };
-    long double best = -1;
-    std::size_t best_c = 0;
-    long double best_spill = 0;
     for (int b = 0; b < Impl::workspace_buckets; ++b) {
       if (hist[2 * b] == 0) continue;
       const std::size_t c = hist[2 * b + 1];  // every need up to this bucket fits
-      const long double spill = spill_for(b + 1);
-      const long double v = static_cast<long double>(slots_) * c + spill;
-      if (best < 0 || v <= best) {
-        best = v;
-        best_c = c;
-        best_spill = spill;
-      }
+      if (c == slot_bytes_) continue;         // measured: considered below
+      consider(c, count_above[b + 1], largest_above[b + 1]);
     }
+    std::size_t above_slot = 0;  // arenas whose need did not fit this run's slot
+    for (int b = 0; b < Impl::workspace_buckets; ++b) {
+      if (hist[2 * b + 1] > slot_bytes_) above_slot += hist[2 * b];
+    }
+    consider(slot_bytes_, above_slot, r.spill_peak);
     rec.learned = true;
-    rec.slot_bytes = best_c;
-    const long double units = (best_spill + unit_ - 1) / unit_;
-    rec.spill_bytes = static_cast<std::size_t>(units) * unit_;
+    rec.slot_bytes = best.slot;
+    rec.lanes = best.lanes;
+    rec.lane_bytes = (best.lane + unit_ - 1) / unit_ * unit_;
   }
   r.next_slot_bytes = rec.learned ? rec.slot_bytes : slot_bytes_;
-  r.next_spill_bytes = rec.learned ? rec.spill_bytes : spill_bytes();
+  r.next_spill_lanes = rec.learned ? rec.lanes : lanes_;
+  r.next_lane_bytes = rec.learned ? rec.lane_bytes : lane_bytes();
   return r;
 }
 
