@@ -243,8 +243,9 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
     // takes included); at another, it is bounded by the largest need above c (a take that does
     // not fit the rest of its slot goes whole to the lane). The lanes are as many as arenas
     // above c would spill at once if they were spread evenly over the run: about
-    // (arenas above c) x slots / arenas, at least one. The slot size is the need that makes
-    // slots x c + lanes x lane the smallest; ties go to the larger slot (fewer spills). Sizes
+    // (arenas above c) x slots / arenas, at least one. The slot size is the need, outgrown by at
+    // most one arena in 256, that makes slots x c + lanes x lane the smallest; ties go to the
+    // larger slot (fewer spills). Sizes
     // depend on the needs alone, never on the schedule, so the rerun of the same needs fits.
     std::size_t largest = 0;  // the largest need above the candidate (walked from the top)
     std::vector<std::size_t> largest_above(Impl::workspace_buckets + 1, 0);
@@ -258,7 +259,11 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
       long double cost = -1;
       std::size_t slot = 0, lanes = 0, lane = 0;
     } best;
+    // Spills are for rare needs: a slot size that more than one arena in 256 outgrows is not
+    // a candidate (its spills would queue for the lanes).
+    const std::size_t rare = r.arenas / 256 > 1 ? r.arenas / 256 : 1;
     const auto consider = [&](std::size_t c, std::size_t above, std::size_t lane) {
+      if (above > rare) return;
       std::size_t lanes = 0;
       if (above != 0) {
         const long double even = static_cast<long double>(above) * slots_ / r.arenas;
