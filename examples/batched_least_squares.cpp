@@ -74,8 +74,8 @@ std::size_t need_bytes(int m, int n) {
 template <class T>
 dview<T*> to_space(const std::vector<T>& h, const char* label) {
   dview<T*> d(std::string(label), h.size());
-  Kokkos::deep_copy(d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                           h.data(), h.size()));
+  Kokkos::deep_copy(
+      d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()));
   return d;
 }
 
@@ -122,7 +122,8 @@ Batch make_batch(int count, int rare_every, int rare_m, int rare_n, unsigned see
 KOKKOS_INLINE_FUNCTION void solve(const member& team, int m, int n, const double* A,
                                   const double* b, double* W, double* bw, double* rd, double* x) {
   const std::size_t mn = static_cast<std::size_t>(m) * n;
-  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mn), [&](const std::size_t i) { W[i] = A[i]; });
+  Kokkos::parallel_for(Kokkos::TeamThreadRange(team, mn),
+                       [&](const std::size_t i) { W[i] = A[i]; });
   Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) { bw[i] = b[i]; });
   team.team_barrier();
   for (int k = 0; k < n; ++k) {
@@ -172,8 +173,7 @@ struct Common {
   }
   KOKKOS_INLINE_FUNCTION void run(const member& team, int p, double* W, double* bw,
                                   double* rd) const {
-    solve(team, m(p), n(p), a.data() + a_at(p), b.data() + b_at(p), W, bw, rd,
-          x.data() + x_at(p));
+    solve(team, m(p), n(p), a.data() + a_at(p), b.data() + b_at(p), W, bw, rd, x.data() + x_at(p));
   }
 };
 
@@ -253,7 +253,8 @@ struct WithSlots {
     const int p = team.league_rank();
     const int m = c.m(p), n = c.n(p);
     int t = 0;
-    Kokkos::single(Kokkos::PerTeam(team), [&](int& v) { v = token.acquire(); }, t);
+    Kokkos::single(
+        Kokkos::PerTeam(team), [&](int& v) { v = token.acquire(); }, t);
     double* W = slots.data() + static_cast<std::size_t>(t) * slot_doubles;
     double* bw = W + round64(sizeof(double) * m * n) / sizeof(double);
     double* rd = bw + round64(sizeof(double) * m) / sizeof(double);
@@ -374,9 +375,8 @@ double median(std::vector<double> v) {
 // The largest relative error of the solutions x against LAPACK's.
 double max_error(const Batch& p, const dview<double*>& x, const std::vector<double>& ref) {
   std::vector<double> h(x.extent(0));
-  Kokkos::deep_copy(Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(),
-                                                                                      h.size()),
-                    x);
+  Kokkos::deep_copy(
+      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()), x);
   double worst = 0;
   for (int i = 0; i < p.count; ++i) {
     double num = 0, den = 0;
@@ -395,8 +395,9 @@ std::vector<double> lapack_solutions(const Batch& p) {
   std::vector<double> x(p.x_size);
   for (int i = 0; i < p.count; ++i) {
     const int m = p.m[i], n = p.n[i], nrhs = 1;
-    std::vector<double> a(p.a.begin() + static_cast<std::ptrdiff_t>(p.a_at[i]),
-                          p.a.begin() + static_cast<std::ptrdiff_t>(p.a_at[i] + std::size_t(m) * n));
+    std::vector<double> a(
+        p.a.begin() + static_cast<std::ptrdiff_t>(p.a_at[i]),
+        p.a.begin() + static_cast<std::ptrdiff_t>(p.a_at[i] + std::size_t(m) * n));
     std::vector<double> b(p.b.begin() + static_cast<std::ptrdiff_t>(p.b_at[i]),
                           p.b.begin() + static_cast<std::ptrdiff_t>(p.b_at[i] + m));
     int lwork = -1, info = 0;
@@ -487,8 +488,15 @@ int main(int argc, char** argv) {
   const std::vector<double> ref = lapack_solutions(p);
   const exec instance;
   const team_policy policy(instance, p.count, 1);
-  Common c{p.dm, p.dn, p.da_at, p.db_at, p.dx_at, p.da, p.db,
-           dview<double*>("x", p.x_size), dview<int*>("failed", 1)};
+  Common c{p.dm,
+           p.dn,
+           p.da_at,
+           p.db_at,
+           p.dx_at,
+           p.da,
+           p.db,
+           dview<double*>("x", p.x_size),
+           dview<int*>("failed", 1)};
   const auto clear = [&]() {
     Kokkos::deep_copy(c.x, 0.0);
     Kokkos::deep_copy(c.failed, 0);
@@ -553,8 +561,8 @@ int main(int argc, char** argv) {
     r.bytes = teams * p.max_need;
     if (p.max_need > most) {
       r.ran = false;
-      r.note = "needs " + std::to_string(p.max_need) + " B, level 1 holds " +
-               std::to_string(most) + " B";
+      r.note = "needs " + std::to_string(p.max_need) + " B, level 1 holds " + std::to_string(most) +
+               " B";
     } else {
       std::vector<double> times;
       for (int k = 0; k < o.repeat; ++k) {
@@ -646,9 +654,10 @@ int main(int argc, char** argv) {
     results.push_back(r);
   }
 
-  std::printf("kbuf-batched-least-squares: %d problems (m 8..256, n <= m/2; %d rare of %d x %d), "
-              "backend %s, concurrency %d, median of %d runs\n",
-              p.count, rare, o.rare_m, o.rare_n, exec::name(), instance.concurrency(), o.repeat);
+  std::printf(
+      "kbuf-batched-least-squares: %d problems (m 8..256, n <= m/2; %d rare of %d x %d), "
+      "backend %s, concurrency %d, median of %d runs\n",
+      p.count, rare, o.rare_m, o.rare_n, exec::name(), instance.concurrency(), o.repeat);
   const Result* scratch = nullptr;
   const Result* fixed = nullptr;
   for (const Result& r : results) {
@@ -678,9 +687,9 @@ int main(int argc, char** argv) {
     const exec e = instance;
     dview<double*> sink("sink", league);
     const team_policy plain(e, league, 1);
-    const team_policy scratch = team_policy(e, league, 1)
-                                    .set_scratch_size(1, Kokkos::PerTeam(micro_iterations *
-                                                                         micro_doubles * 8 + 64));
+    const team_policy scratch =
+        team_policy(e, league, 1)
+            .set_scratch_size(1, Kokkos::PerTeam(micro_iterations * micro_doubles * 8 + 64));
     kbuf::BufferAllocator<space> alloc(e, 0);
     auto scope = alloc.scope();
     auto ws = alloc.workspace(plain, kbuf::per_team{micro_doubles * 8}, "micro");
@@ -695,12 +704,14 @@ int main(int argc, char** argv) {
     const kbuf::WorkspaceReport wr = ws.finish();
     std::printf("one temporary of %d doubles inside a kernel (%d per team, %d teams), ns each:\n",
                 micro_doubles, micro_iterations, league);
-    std::printf("  kbuf take + frame release %8.2f   level-1 scratch View %8.2f   MemoryPool "
-                "allocate + deallocate %8.2f   (the loop alone %.2f)\n",
-                w, s, mp, none);
-    std::printf("  ratios: scratch View / kbuf %.2f, MemoryPool / kbuf %.2f; kbuf takes %zu, "
-                "failed %zu\n",
-                s / w, mp / w, wr.takes, wr.failed_takes);
+    std::printf(
+        "  kbuf take + frame release %8.2f   level-1 scratch View %8.2f   MemoryPool "
+        "allocate + deallocate %8.2f   (the loop alone %.2f)\n",
+        w, s, mp, none);
+    std::printf(
+        "  ratios: scratch View / kbuf %.2f, MemoryPool / kbuf %.2f; kbuf takes %zu, "
+        "failed %zu\n",
+        s / w, mp / w, wr.takes, wr.failed_takes);
     if (!wr.complete()) good = false;
   }
 

@@ -3,7 +3,8 @@
 
 /// @file
 /// kbuf: a buffer allocator that serves short-lived temporaries of Kokkos applications as
-/// unmanaged Views carved out of one preallocated, growable buffer.
+/// unmanaged Views carved out of one preallocated, growable buffer, between kernels and inside
+/// them (`kbuf::Workspace`).
 
 #include <kbuf/allocator_pool.hpp>
 #include <kbuf/buffer_allocator.hpp>
@@ -11,5 +12,6 @@
 #include <kbuf/errors.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
+#include <kbuf/workspace.hpp>
 
 #endif  // KBUF_KBUF_HPP

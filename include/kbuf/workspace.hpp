@@ -69,14 +69,14 @@ class BufferAllocator;
 /// area shared by all of them. Both are the first round's guess: once a label has learned,
 /// its workspaces are sized from what the last round needed.
 struct per_team {
-  std::size_t bytes;
-  std::size_t spill_bytes = 0;
+  std::size_t bytes;            ///< bytes of each slot
+  std::size_t spill_bytes = 0;  ///< bytes of the spill area (one lane)
 };
 /// A workspace's size per concurrent thread (a `Kokkos::Experimental::UniqueToken` value), and
 /// its spill area, as for `per_team`.
 struct per_thread {
-  std::size_t bytes;
-  std::size_t spill_bytes = 0;
+  std::size_t bytes;            ///< bytes of each slot
+  std::size_t spill_bytes = 0;  ///< bytes of the spill area (one lane)
 };
 
 /// What the kernels between `workspace()` and `finish()` did with one workspace.
@@ -86,6 +86,7 @@ struct WorkspaceReport {
   std::size_t spill_bytes = 0;      ///< bytes of those takes (alignment included)
   std::size_t failed_takes = 0;     ///< takes served nowhere: empty views, `ok()` false
   std::size_t peak_slot_bytes = 0;  ///< the largest need of one slot, spills included
+  /// True when every take was served: the kernels' results are whole.
   [[nodiscard]] bool complete() const noexcept { return failed_takes == 0; }
 
   std::size_t arenas = 0;            ///< arenas that ended (teams, or token holders)
@@ -221,9 +222,7 @@ template <class T>
 KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
   return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
-KOKKOS_INLINE_FUNCTION void acquire_fence() {
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-}
+KOKKOS_INLINE_FUNCTION void acquire_fence() {}  // atomic_cas acquires already
 #endif
 
 /// A free slot among the `n` flags at `flags`, probed from `start` on with compare-and-swap,
@@ -270,7 +269,9 @@ KOKKOS_INLINE_FUNCTION int wait_for_lane(unsigned int* flags, std::size_t n, std
 template <class MemorySpace>
 class Workspace {
  public:
+  /// The memory space of every take.
   using memory_space = MemorySpace;
+  /// The type of a take: an unmanaged View in `MemorySpace`.
   template <class DataType, class Layout = Kokkos::LayoutRight>
   using view = Kokkos::View<DataType, Layout, MemorySpace, Kokkos::MemoryUnmanaged>;
 
