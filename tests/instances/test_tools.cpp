@@ -54,7 +54,45 @@ std::uint64_t peak_live_bytes(const ToolRecorder& rec) {
   return peak;
 }
 
+// Each team takes a few doubles from its arena and writes one.
+struct TakeInKernel {
+  kbuf::Workspace<space> ws;
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<Alloc::execution_space>::member_type& team) const {
+    auto arena = ws.arena(team);
+    auto v = arena.take<double*>(16);
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { v.data()[0] = team.league_rank(); });
+  }
+};
+
 }  // namespace
+
+TEST_CASE("a workspace is one temporary to a tool; its takes inside the kernel allocate nothing") {
+  ToolRecorder rec;
+  Alloc alloc(Alloc::execution_space(), 64_KiB, Alloc::default_alignment, "tools-ws");
+  const Kokkos::TeamPolicy<Alloc::execution_space> policy(alloc.execution_space_instance(), 32, 1);
+  rec.clear();
+  {
+    auto scope = alloc.scope();
+    auto ws = alloc.workspace(policy, kbuf::per_team{1024}, "in kernels");
+    Kokkos::parallel_for("takes", policy, TakeInKernel{ws});
+    const kbuf::WorkspaceReport r = ws.finish();
+    CHECK(r.takes == 32);
+    INFO(rec.describe());
+    const auto temps = of_kind(rec, ToolEvent::temporary);
+    REQUIRE(temps.size() == 1);
+    CHECK(temps[0].space == "kbuf:tools-ws");
+    CHECK(temps[0].bytes >= ws.bytes());
+    // The buffer held it: no allocation but Kokkos' own for the team kernel (its scratch).
+    CHECK(rec.count([](const ToolEvent& e) {
+      return e.kind == ToolEvent::allocation && e.name.rfind("Kokkos::", 0) != 0;
+    }) == 0);
+    CHECK(rec.count(is_release) == 0);
+  }
+  INFO(rec.describe());
+  CHECK(rec.count(is_release) == 1);  // the scope's end releases it
+  CHECK(rec.count(ToolEvent::deallocation) == 0);
+}
 
 TEST_CASE("with a tool loaded, each temporary and its release are reported in kbuf:<label>") {
   ToolRecorder rec;  // loaded before the allocator is made
