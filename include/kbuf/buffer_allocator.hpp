@@ -228,7 +228,6 @@ class BufferAllocator final {
     // Extents below a bound that makes every check moot take one test (fast_byte_count); the
     // others go to the cold path: negative extents, extents V cannot hold, a size that
     // overflows (kbuf::logic_error), and whatever the exact check lets through.
-    using pointer = typename V::pointer_type;
     std::size_t nbytes;
     void* p;
     const bool fast = Impl::fast_byte_count<DataType, V>(nbytes, extents...);
@@ -240,14 +239,7 @@ class BufferAllocator final {
     } else {
       p = acquire<alignof(T)>(nbytes);
     }
-#if KOKKOS_VERSION < 40000
-    // Kokkos 3's pointer-and-extents constructor builds and destroys a std::string label for
-    // a rank check (about half of a temporary's cost there); the extents were checked above.
-    return V(reinterpret_cast<pointer>(p),
-             typename V::array_layout(static_cast<std::size_t>(extents)...));
-#else
-    return V(reinterpret_cast<pointer>(p), static_cast<std::size_t>(extents)...);
-#endif
+    return Impl::unmanaged_view<V>(p, extents...);  // the extents were checked above
   }
 
   /// The current point of the LIFO history. Taking one records it (in memory reserved

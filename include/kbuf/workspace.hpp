@@ -327,7 +327,7 @@ class Workspace {
       }
       void* p = place(nbytes, alignof(T));
       if (p == nullptr) return V();
-      return make_view<V>(p, extents...);
+      return Impl::unmanaged_view<V>(p, extents...);
     }
 
     /// A frame: when it ends, what was taken after it is given back (team arenas: by every
@@ -401,17 +401,6 @@ class Workspace {
       }
       nbytes = n;
       return good;
-    }
-
-    template <class V, class... Extents>
-    KOKKOS_FUNCTION static V make_view(void* p, Extents... extents) {
-      using pointer = typename V::pointer_type;
-#if KOKKOS_VERSION < 40000
-      return V(reinterpret_cast<pointer>(p),
-               typename V::array_layout(static_cast<std::size_t>(extents)...));
-#else
-      return V(reinterpret_cast<pointer>(p), static_cast<std::size_t>(extents)...);
-#endif
     }
 
     // Memory for a take of `nbytes`: the slot, the arena's spill lane, or null (failed,

@@ -16,10 +16,7 @@ static_assert(KBUF_ENABLE_DEBUG == 1, "compiled with KBUF_ENABLE_DEBUG=1");
 
 namespace {
 
-using exec = Alloc::execution_space;
-using WS = kbuf::Workspace<kbuf_test::space>;
-using team_policy = Kokkos::TeamPolicy<exec>;
-using member = team_policy::member_type;
+using namespace kbuf_test::workspace_types;
 
 // What the kernel does wrong (or, with `misuse` false, right).
 enum class Misuse { take_after_end, frames_out_of_order, token_past_slots };

@@ -56,6 +56,15 @@ inline constexpr bool foreign = false;
 #endif
 using Alloc = kbuf::BufferAllocator<space>;
 
+/// What the workspace tests share: the execution space of `space`, its workspace, team policy
+/// and team member (`using namespace kbuf_test::workspace_types;`).
+namespace workspace_types {
+using exec = Alloc::execution_space;
+using WS = kbuf::Workspace<space>;
+using team_policy = Kokkos::TeamPolicy<exec>;
+using member = team_policy::member_type;
+}  // namespace workspace_types
+
 /// A host copy of a contiguous view, in memory aligned for its value type. Kokkos' managed host
 /// Views (what create_mirror_view makes from a foreign view) are aligned to 64 bytes on Kokkos
 /// 3.4, less than an over-aligned type such as Wide needs: UBSan reports every access to one.

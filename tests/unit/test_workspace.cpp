@@ -17,10 +17,7 @@ using kbuf_test::space;
 
 namespace {
 
-using exec = Alloc::execution_space;
-using WS = kbuf::Workspace<space>;
-using team_policy = Kokkos::TeamPolicy<exec>;
-using member = team_policy::member_type;
+using namespace kbuf_test::workspace_types;
 using counts = Kokkos::View<long long*, space>;
 
 bool has(const std::string& text, const std::string& part) {

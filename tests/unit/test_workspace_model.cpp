@@ -17,10 +17,7 @@ using kbuf_test::space;
 
 namespace {
 
-using exec = Alloc::execution_space;
-using WS = kbuf::Workspace<space>;
-using team_policy = Kokkos::TeamPolicy<exec>;
-using member = team_policy::member_type;
+using namespace kbuf_test::workspace_types;
 
 // Operations: a take of `value` doubles (>= 0), a frame's start (-1) or end (-2).
 constexpr int op_frame = -1;

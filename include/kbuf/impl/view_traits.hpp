@@ -64,6 +64,20 @@ std::size_t view_bytes_touched(const View& v) noexcept {
   return (last + 1) * size;
 }
 
+/// An unmanaged View of type `V` over `p` with these runtime extents, already checked. Kokkos 3's
+/// pointer-and-extents constructor builds and destroys a std::string label for a rank check
+/// (about half of a temporary's cost there), so Kokkos 3 gets the layout's constructor.
+template <class V, class... Extents>
+KOKKOS_FORCEINLINE_FUNCTION V unmanaged_view(void* p, Extents... extents) {
+  using pointer = typename V::pointer_type;
+#if KOKKOS_VERSION < 40000
+  return V(reinterpret_cast<pointer>(p),
+           typename V::array_layout(static_cast<std::size_t>(extents)...));
+#else
+  return V(reinterpret_cast<pointer>(p), static_cast<std::size_t>(extents)...);
+#endif
+}
+
 }  // namespace Impl
 }  // namespace kbuf
 
