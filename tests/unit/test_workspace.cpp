@@ -242,7 +242,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "workspace: frames give back what was taken after them; the peak is the largest, not the sum") {
+    "workspace: frames give back what was taken after them, so the peak is the largest, not the "
+    "sum") {
   Alloc alloc(1 << 20);
   const auto policy = policy_for(alloc, 8);
   auto scope = alloc.scope();
