@@ -506,7 +506,6 @@ class BufferAllocator final {
   // What each workspace label learned (stable addresses: workspaces point at their record).
   std::map<std::string, Impl::WorkspaceLearning> learned_;
 
- private:
   static constexpr std::size_t initial_mark_capacity = 32;
 
   // statistics(), always inlined: AllocatorPool::local() publishes it on every call.

@@ -10,9 +10,10 @@
 /// next workspace with the same label is sized for it.
 ///
 /// How it works, and why (docs/workspace.md has the long form):
-/// - **Memory.** `[header | slot flags | slots x slot_bytes | spill area]`, one allocation from
-///   the allocator. The header holds the counters and a histogram of the slots' needs; it and
-///   the flags are zeroed on the allocator's execution space instance when the workspace is made.
+/// - **Memory.** `[header | slot and lane flags | slots x slot_bytes | lanes x lane_bytes]`, one
+///   allocation from the allocator. The header holds the counters and a histogram of the arenas'
+///   needs; it and the flags are zeroed on the allocator's execution space instance when the
+///   workspace is made.
 /// - **Slots.** `per_team`: as many as teams can be in flight (the execution space's concurrency
 ///   over the team size, at most the league size). A team claims a free slot in `arena(team)`:
 ///   one thread of the team probes the flags with compare-and-swap, starting from its league
@@ -22,18 +23,18 @@
 ///   `UniqueToken` value; the token's exclusivity is the slot's.
 /// - **Takes.** Every thread of a team calls `take` with the same arguments in the same order,
 ///   so each computes the same offset by itself: a take that fits its slot costs no barrier and
-///   no atomic. A take that does not fit spills: one thread claims the memory from the spill
-///   area (a compare-and-swap on one word holding its top and its live bytes) and broadcasts the
-///   offset. The spill area's top comes down when the block on top is released and goes to
-///   zero when nothing in it is live.
+///   no atomic. A take that does not fit spills: the arena's first spill claims a lane (one
+///   thread, broadcast to the team), which it holds alone, as a second LIFO stack, until its
+///   spilled takes are given back; an arena that finds every lane taken waits, bounded, for one
+///   (a holder waits for nothing, so the wait ends).
 /// - **Learning.** Each arena counts, locally, what it took and the most it needed at once (its
 ///   need, as if its slot were unbounded); when it ends, one thread adds its counts to the
 ///   header and its need to the histogram (quarter-octave buckets, each with its largest need).
-///   `finish()` picks the slot size that makes `slots x slot + spill` smallest over the
-///   histogram's needs, where the spill area for a slot size is what the needs above it can
-///   spill at once whatever the schedule: the largest min(slots, arenas above) of them, summed.
-///   So a rerun of the same needs completes, and a rare large need spills into an area sized
-///   for it alone instead of making every slot large.
+///   `finish()` picks the slot size, among the needs seen and outgrown by at most one arena in
+///   256, that makes `slots x slot + lanes x lane` smallest (impl/workspace_impl.hpp says how a
+///   lane is sized). The sizes follow from the needs alone, never from the schedule, so a rerun
+///   of the same needs completes, and a rare large need spills into a lane instead of making
+///   every slot large.
 
 #include <cstddef>
 #include <cstdint>
@@ -311,6 +312,9 @@ class Workspace {
       static_assert(Impl::is_contiguous_layout<Layout>,
                     "kbuf::Workspace::Arena::take: Layout must be Kokkos::LayoutRight or "
                     "Kokkos::LayoutLeft");
+      static_assert(alignof(T) <= 64,
+                    "kbuf::Workspace::Arena::take: takes are aligned to 64 bytes (at least the "
+                    "allocator's alignment): a value type aligned beyond 64 is not served");
       if (ended_) {
         misuse("kbuf::Workspace::Arena::take after the arena ended");
         ok_ = false;
@@ -325,7 +329,7 @@ class Workspace {
         ++takes_;
         return V();
       }
-      void* p = place(nbytes, alignof(T));
+      void* p = place(nbytes);
       if (p == nullptr) return V();
       return Impl::unmanaged_view<V>(p, extents...);
     }
@@ -405,10 +409,9 @@ class Workspace {
 
     // Memory for a take of `nbytes`: the slot, the arena's spill lane, or null (failed,
     // counted).
-    KOKKOS_FUNCTION void* place(unsigned long long nbytes, std::size_t type_alignment) {
+    KOKKOS_FUNCTION void* place(unsigned long long nbytes) {
       ++takes_;
       if (nbytes == 0) return nullptr;  // an empty view: nothing moves, not a failure
-      (void)type_alignment;             // every unit is at least 64 bytes, a multiple of it
       const unsigned long long n = (nbytes + unit_ - 1) / unit_ * unit_;
       need_top_ += n;
       if (need_top_ > need_peak_) need_peak_ = need_top_;
@@ -675,7 +678,6 @@ class Workspace {
   std::size_t lanes_ = 0;
   unsigned long long lane_bytes_ = 0;
   unsigned long long unit_ = 64;
-  std::size_t header_bytes_ = 0;
   std::size_t total_ = 0;
   bool per_team_ = true;
   const char* label_ = "";  // the learning record's key (lives in the allocator)

@@ -174,7 +174,6 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
   ws.lanes_ = lanes;
   ws.lane_bytes_ = lane;
   ws.unit_ = unit;
-  ws.header_bytes_ = header;
   ws.total_ = total;
   ws.per_team_ = team;
   ws.label_ = key;
