@@ -476,20 +476,23 @@ class BufferAllocator final {
 
   /// Temporaries inside kernels, per team of a `TeamPolicy` (docs/workspace.md): a temporary
   /// of the current scope (released with it) holding a slot of `size.bytes` for each team that
-  /// can be in flight at once, a spill area and counters, zeroed by a kernel on the bound
-  /// instance. A workspace made again with the same `label` is sized for what the last
-  /// `finish()` under it saw: a slot size for the common need and a spill area for the rest
-  /// (the size asked is then a first guess only).
+  /// can be in flight at once (the execution space's concurrency over the team's threads, at
+  /// most the teams a GPU keeps resident, at most the league), spill lanes and counters, zeroed
+  /// by a kernel on the bound instance. A workspace made again with the same `label` is sized
+  /// from what the last `finish()` under it saw, for its own slots: the slot size, lanes and
+  /// lane size that hold the fewest bytes (the size asked is then a first guess only).
   /// @throws kbuf::logic_error if the policy's execution space is not the allocator's or cannot
-  /// access its memory space, or the size overflows; nothing changes then.
+  /// access its memory space, if the policy runs on another instance of it, or if the size
+  /// overflows; nothing changes then.
   /// @throws kbuf::out_of_memory as `allocate`.
   template <class ExecPolicy>
   Workspace<MemorySpace> workspace(const ExecPolicy& policy, per_team size,
                                    std::string label = "workspace");
 
-  /// As above, per concurrent thread of any policy: one slot per `UniqueToken` value of the
-  /// policy's execution space (`Kokkos::Experimental::UniqueToken<Exec>` with the global
-  /// scope).
+  /// As above, per concurrent thread of any policy: one slot per value of the policy's
+  /// execution space's `Kokkos::Experimental::UniqueToken` (global scope: its concurrency), at
+  /// most the threads the policy can use (a range's iterations): take tokens from a
+  /// `UniqueToken` of `slots()` values when that is fewer.
   template <class ExecPolicy>
   Workspace<MemorySpace> workspace(const ExecPolicy& policy, per_thread size,
                                    std::string label = "workspace");
@@ -498,10 +501,12 @@ class BufferAllocator final {
   template <class>
   friend class Workspace;
 
-  // The common part of both workspace() calls, for `slots` slots of `bytes` (a first guess).
+  // The common part of both workspace() calls, for `slots` slots of `bytes` (a first guess),
+  // for a policy on `instance`.
   template <class ExecSpace>
-  Workspace<MemorySpace> make_workspace(const char* call, std::size_t slots, std::size_t bytes,
-                                        std::size_t spill, bool team, std::string label);
+  Workspace<MemorySpace> make_workspace(const char* call, const ExecSpace& instance,
+                                        std::size_t slots, std::size_t bytes, std::size_t spill,
+                                        bool team, std::string label);
 
   // What each workspace label learned (stable addresses: workspaces point at their record).
   std::map<std::string, Impl::WorkspaceLearning> learned_;

@@ -4,44 +4,46 @@
 /// @file
 /// `kbuf::Workspace`: temporaries inside kernels. A workspace is one temporary of its
 /// allocator's current scope, cut into slots (one per team, or per concurrent thread, that can be
-/// in flight at once) and a spill area shared by all of them. Inside a kernel an `Arena` holds
-/// one slot and serves takes from it in LIFO order; a take that does not fit spills, one that
-/// fits nowhere fails and says so. After the kernels, `finish()` reads what they needed, and the
-/// next workspace with the same label is sized for it.
+/// in flight at once) and spill lanes shared by all of them. Inside a kernel an `Arena` holds
+/// one slot and serves takes from it in LIFO order; a take that does not fit spills into a lane,
+/// and one that fits neither is served by a fallback allocation of its own, so that a round's
+/// results are whole and its need is known in full. After the kernels, `finish()` reads what
+/// they needed, and the next workspace with the same label is sized for it.
 ///
 /// How it works, and why (docs/workspace.md has the long form):
-/// - **Memory.** `[header | slot and lane flags | slots x slot_bytes | lanes x lane_bytes]`, one
-///   allocation from the allocator. The header holds the counters and a histogram of the arenas'
-///   needs; it and the flags are zeroed on the allocator's execution space instance when the
-///   workspace is made.
+/// - **Memory.** `[header | slot and lane flags | per-slot records | slots x slot_bytes |
+///   lanes x lane_bytes]`, one allocation from the allocator. The header holds a histogram of
+///   the arenas' needs; each slot's record holds the counts of the arenas that held it, written
+///   by the holder alone (no atomic), and summed by `finish()`. Header, flags and records are
+///   zeroed on the allocator's execution space instance when the workspace is made.
 /// - **Slots.** `per_team`: as many as teams can be in flight (the execution space's concurrency
-///   over the team size, at most the league size). A team claims a free slot in `arena(team)`:
-///   one thread of the team probes the flags with compare-and-swap, starting from its league
-///   rank, and the others wait for it (`Kokkos::single`, one barrier). The probe is bounded:
-///   when it runs out (more teams in flight than the concurrency said), the arena has no slot
-///   and every take spills, so nothing waits forever. `per_thread`: the slot is the
+///   over the threads of a team, at most the teams a GPU keeps resident, at most the league). A
+///   team claims a free slot in `arena(team)`: one thread of the team probes the flags with
+///   compare-and-swap, starting from its league rank, and the others wait for it
+///   (`Kokkos::single`). The probe is bounded in time (it backs off between rounds); a team that
+///   finds no slot goes without one and every take of it spills. `per_thread`: the slot is the
 ///   `UniqueToken` value; the token's exclusivity is the slot's.
-/// - **Takes.** Every thread of a team calls `take` with the same arguments in the same order,
-///   so each computes the same offset by itself: a take that fits its slot costs no barrier and
-///   no atomic. A take that does not fit spills: the arena's first spill claims a lane (one
-///   thread, broadcast to the team), which it holds alone, as a second LIFO stack, until its
-///   spilled takes are given back; an arena that finds every lane taken waits, bounded, for one
-///   (a holder waits for nothing, so the wait ends).
-/// - **Learning.** Each arena counts, locally, what it took and the most it needed at once (its
-///   need, as if its slot were unbounded); when it ends, one thread adds its counts to the
-///   header and its need to the histogram (quarter-octave buckets, each with its largest need).
-///   `finish()` picks the slot size, among the needs seen and outgrown by at most one arena in
-///   256, that makes `slots x slot + lanes x lane` smallest (impl/workspace_impl.hpp says how a
-///   lane is sized). The sizes follow from the needs alone, never from the schedule, so a rerun
-///   of the same needs completes, and a rare large need spills into a lane instead of making
-///   every slot large.
+/// - **Takes.** Every thread (and vector lane) of a team calls `take` with the same arguments in
+///   the same order, so each computes the same offset by itself: a take that fits its slot costs
+///   no barrier and no atomic. A take that does not fit spills: the arena's first spill claims a
+///   free lane (one pass over the lanes, never a wait), which it holds alone, as a second LIFO
+///   stack, until its spilled takes are given back. A take that fits no lane (every lane taken,
+///   or too large) is a fallback: `malloc` on the device's heap or the host's, freed when its
+///   frame or arena ends.
+/// - **Learning.** Each arena counts what it needed at once (as if its slot were unbounded);
+///   when it ends its need goes into the histogram. `finish()` keeps the histogram under the
+///   label; the next workspace with that label picks, for its own number of slots, the slot
+///   size, lanes and lane size that hold the fewest bytes with lanes enough that a spilling arena
+///   rarely finds them all taken (impl/workspace_sizing.hpp). The sizes follow from the needs
+///   alone, never from the schedule.
+/// - **Check mode** (pass-through mode or `KBUF_ENABLE_DEBUG`): each take is followed by a guard
+///   zone, checked when its frame or arena ends; `WorkspaceReport::overruns` counts the takes
+///   whose zone was written.
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <ostream>
 #include <string>
-#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -53,13 +55,8 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/team_ops.hpp>
 #include <kbuf/impl/view_traits.hpp>
-
-// A pause in a spin: the host thread yields, so that the holder it waits for can run.
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-#define KBUF_IMPL_WORKSPACE_PAUSE() ((void)0)
-#else
-#define KBUF_IMPL_WORKSPACE_PAUSE() std::this_thread::yield()
-#endif
+#include <kbuf/impl/workspace_device.hpp>
+#include <kbuf/impl/workspace_sizing.hpp>
 
 namespace kbuf {
 
@@ -83,12 +80,23 @@ struct per_thread {
 /// What the kernels between `workspace()` and `finish()` did with one workspace.
 struct WorkspaceReport {
   std::size_t takes = 0;            ///< takes, served or not (zero-sized ones included)
-  std::size_t spills = 0;           ///< takes served from the spill area
+  std::size_t spills = 0;           ///< takes served from a spill lane
   std::size_t spill_bytes = 0;      ///< bytes of those takes (alignment included)
   std::size_t failed_takes = 0;     ///< takes served nowhere: empty views, `ok()` false
   std::size_t peak_slot_bytes = 0;  ///< the largest need of one slot, spills included
   /// True when every take was served: the kernels' results are whole.
   [[nodiscard]] bool complete() const noexcept { return failed_takes == 0; }
+
+  /// Takes served by an allocation of their own outside the slots and lanes (a device-side
+  /// `malloc` on CUDA and HIP, the host heap on host backends): a take that fit neither its
+  /// slot nor a lane. A first round from a small guess has them; a rerun has them only for
+  /// arenas that found every lane taken (`lanes_missed`).
+  std::size_t fallbacks = 0;
+  std::size_t fallback_bytes = 0;  ///< bytes of those takes (alignment included)
+  /// Takes whose guard zone was written: an overrun past the end of the take (check mode only:
+  /// pass-through mode or `KBUF_ENABLE_DEBUG`; 0 otherwise).
+  std::size_t overruns = 0;
+  bool checked = false;  ///< whether the takes carried guard zones (check mode)
 
   std::size_t arenas = 0;            ///< arenas that ended (teams, or token holders)
   std::size_t slots = 0;             ///< slots of the workspace
@@ -97,169 +105,28 @@ struct WorkspaceReport {
   std::size_t lane_bytes = 0;        ///< bytes of each lane
   std::size_t spill_peak = 0;        ///< the most one arena asked of its lane at once
   std::size_t spilling_arenas = 0;   ///< arenas that spilled
-  std::size_t lane_waits = 0;        ///< of those, arenas that waited for a free lane
-  std::size_t lanes_missed = 0;      ///< arenas whose bounded wait found no lane
+  std::size_t lanes_missed = 0;      ///< of those, arenas that found every lane taken
   std::size_t unslotted_arenas = 0;  ///< arenas that found no free slot in their bounded probe
   std::size_t next_slot_bytes = 0;   ///< what the next workspace with this label gets per slot
-  std::size_t next_spill_lanes = 0;  ///< its spill lanes
+  std::size_t next_spill_lanes = 0;  ///< its spill lanes (for as many slots as this one)
   std::size_t next_lane_bytes = 0;   ///< and the bytes of each
+  double next_miss_probability = 0;  ///< how often a spilling arena will find every lane taken
 };
 
-/// One-line text form: `takes 4096, spills 12 (98304 bytes), failed 0, peak slot 24576 bytes, ...`.
+/// One-line text form: `takes 4096, spills 12 (98304 bytes), failed 0, fallbacks 0 (0 bytes),
+/// ...`.
 std::ostream& operator<<(std::ostream& os, const WorkspaceReport& r);
 
 namespace Impl {
 
-/// What `finish()` learned for one label; the allocator keeps one per label.
+/// What `finish()` learned for one label; the allocator keeps one per label. The next workspace
+/// made under the label is sized from `needs` for its own number of slots.
 struct WorkspaceLearning {
   bool learned = false;
-  std::size_t slot_bytes = 0;
-  std::size_t lanes = 0;
-  std::size_t lane_bytes = 0;
+  WorkspaceNeeds needs;
   std::size_t rounds = 0;                        ///< finish() calls for this label
   std::vector<const unsigned char*> unfinished;  ///< workspaces made and not finished yet
 };
-
-/// The header's counters (unsigned long long each).
-enum workspace_counter : int {
-  wc_takes,
-  wc_spills,
-  wc_spill_bytes,
-  wc_failed,
-  wc_peak_need,
-  wc_spill_peak,  // the most one arena asked of its lane at once, served or not
-  wc_arenas,
-  wc_spilling,    // arenas that spilled
-  wc_lane_waits,  // spilling arenas that waited for a lane
-  wc_no_lane,     // spilling arenas whose bounded wait found none
-  wc_unslotted,
-  wc_count
-};
-
-/// Buckets of the needs' histogram: 0..4 bytes one each, then four per octave.
-inline constexpr int workspace_buckets = 256;
-
-KOKKOS_INLINE_FUNCTION int floor_log2(unsigned long long m) {
-  int e = 0;
-  for (int shift = 32; shift > 0; shift >>= 1) {
-    if ((m >> shift) != 0) {
-      m >>= shift;
-      e += shift;
-    }
-  }
-  return e;
-}
-
-/// The bucket of a need of `n` bytes.
-KOKKOS_INLINE_FUNCTION int need_bucket(unsigned long long n) {
-  if (n <= 4) return static_cast<int>(n);
-  const unsigned long long m = n - 1;  // >= 4
-  const int e = floor_log2(m);         // >= 2
-  const int sub = static_cast<int>((m >> (e - 2)) & 3u);
-  return 5 + 4 * (e - 2) + sub;
-}
-
-/// `extent_is_negative` for kernels.
-template <class E>
-KOKKOS_INLINE_FUNCTION bool negative_extent(E e) {
-  if constexpr (std::is_signed<E>::value) {
-    return e < 0;
-  } else {
-    (void)e;
-    return false;
-  }
-}
-
-/// The workspace's atomics. On the host they are the compiler's own (`__atomic`), which stay
-/// atomic whatever Kokkos was built with (a Serial-only Kokkos 3 makes its atomics plain
-/// operations) and which ThreadSanitizer understands; in device code, Kokkos'.
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_cas(T* p, T expected, T desired) {
-  return Kokkos::atomic_compare_exchange(p, expected, desired);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_add(T* p, T v) {
-  return Kokkos::atomic_fetch_add(p, v);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_max(T* p, T v) {
-  (void)Kokkos::atomic_fetch_max(p, v);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_store(T* p, T v) {
-  Kokkos::memory_fence();
-  (void)Kokkos::atomic_exchange(p, v);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
-  return *static_cast<volatile T*>(p);
-}
-KOKKOS_INLINE_FUNCTION void acquire_fence() {
-  Kokkos::memory_fence();
-}
-#else
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_cas(T* p, T expected, T desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-  return expected;  // the value seen: `expected` itself on success
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_add(T* p, T v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_max(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (old < v &&
-         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_store(T* p, T v) {
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-KOKKOS_INLINE_FUNCTION void acquire_fence() {}  // atomic_cas acquires already
-#endif
-
-/// A free slot among the `n` flags at `flags`, probed from `start` on with compare-and-swap,
-/// `rounds` times round; -1 when none was free that often.
-KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::size_t start,
-                                      std::size_t rounds) {
-  if (n == 0) return -1;
-  const std::size_t bound = n * rounds;
-  std::size_t i = start % n;
-  for (std::size_t attempt = 0; attempt < bound; ++attempt) {
-    if (atomic_load(&flags[i]) == 0u && atomic_cas(&flags[i], 0u, 1u) == 0u) {
-      acquire_fence();  // what the slot's last holder wrote is done with
-      return static_cast<int>(i);
-    }
-    i = i + 1 == n ? 0 : i + 1;
-  }
-  return -1;
-}
-
-/// Frees a slot `claim_slot` gave.
-KOKKOS_INLINE_FUNCTION void release_slot(unsigned int* flags, int slot) {
-  atomic_store(&flags[slot], 0u);  // after everything the holder did with the slot
-}
-
-/// Waits, bounded, for a free lane among the `n` flags at `flags` (a lane is held by one
-/// arena at a time, which never waits while it holds one: the wait ends when a holder's spill
-/// is given back). -1 when `rounds` probes of all lanes found none.
-KOKKOS_INLINE_FUNCTION int wait_for_lane(unsigned int* flags, std::size_t n, std::size_t start,
-                                         std::size_t rounds) {
-  for (std::size_t r = 0; r < rounds; ++r) {
-    const int lane = claim_slot(flags, n, start, 1);
-    if (lane >= 0) return lane;
-    KBUF_IMPL_WORKSPACE_PAUSE();
-  }
-  return -1;
-}
 
 }  // namespace Impl
 
@@ -279,9 +146,16 @@ class Workspace {
   class Frame;
 
   /// One slot, held while the arena lives (or until `end()`), with a LIFO stack of takes. Made
-  /// by `arena(team)` (team-collective: every thread of the team makes it, with the same
-  /// arguments, and makes the same calls on it in the same order) or `arena(token)`. Not
-  /// copyable: it is the slot.
+  /// by `arena(team)` or `arena(token)`. Not copyable: it is the slot.
+  ///
+  /// **Who calls.** A team's arena is team-collective: every thread *and every vector lane* of
+  /// the team makes it and makes the same calls on it (`take`, `frame`, a frame's end, `end`),
+  /// with the same arguments, in the same order, outside `Kokkos::single`, `TeamThreadRange`,
+  /// `TeamVectorRange` and `ThreadVectorRange`; the memory a take gives is then shared by the
+  /// team, and filled by its threads in those ranges. A call made by some threads or lanes only
+  /// desynchronises their copies of the arena: with `KBUF_ENABLE_DEBUG` the next collective step
+  /// (a spill, a frame's end, the arena's end) aborts and says so; without it, takes overlap
+  /// and a GPU may deadlock. A `per_thread` arena belongs to the one thread that made it.
   class Arena {
    public:
     Arena(const Arena&) = delete;
@@ -292,11 +166,13 @@ class Workspace {
     /// Ends the arena (as `end()`).
     KOKKOS_FUNCTION ~Arena() { end(); }
 
-    /// An unmanaged View of `DataType` in `Layout`, one extent per runtime dimension, from the
-    /// slot, else the spill area; an empty view (data() null) when neither has room, or for an
-    /// extent that is negative or a size that overflows, and `ok()` is false from then on.
-    /// Uninitialised memory, aligned to the allocator's alignment. Team arenas: every thread
-    /// calls it with the same arguments; they get the same view, and a spill costs one barrier.
+    /// An unmanaged View of `DataType` in `Layout`, one extent per runtime dimension: from the
+    /// slot; else from a spill lane; else from a fallback allocation of its own (device heap or
+    /// host heap). An empty view (data() null) for a zero size; and, with `ok()` false from then
+    /// on, for an extent that is negative, a size that overflows, an extent a legacy View of
+    /// rank 3 or more cannot hold (2^32 or more), or a fallback the heap cannot serve.
+    /// Uninitialised memory, aligned to the allocator's alignment (64 bytes at least), valid
+    /// until the frame it was taken in (or the arena) ends. Team-collective (see the class).
     template <class DataType, class Layout = Kokkos::LayoutRight, class... Extents>
     KOKKOS_FUNCTION view<DataType, Layout> take(Extents... extents) {
       using V = view<DataType, Layout>;
@@ -317,37 +193,32 @@ class Workspace {
                     "allocator's alignment): a value type aligned beyond 64 is not served");
       if (ended_) {
         misuse("kbuf::Workspace::Arena::take after the arena ended");
-        ok_ = false;
-        ++failed_;
-        ++takes_;
-        return V();
+        return refuse<V>();
       }
       unsigned long long nbytes = 0;
-      if (!byte_count<DataType, T>(nbytes, extents...)) {
-        ok_ = false;
-        ++failed_;
-        ++takes_;
-        return V();
-      }
+      if (!byte_count<DataType, V, T>(nbytes, extents...)) return refuse<V>();
       void* p = place(nbytes);
       if (p == nullptr) return V();
       return Impl::unmanaged_view<V>(p, extents...);
     }
 
-    /// A frame: when it ends, what was taken after it is given back (team arenas: by every
-    /// thread; a frame that gave back spilled memory costs one barrier). Frames end in LIFO
-    /// order.
+    /// A frame: when it ends, what was taken after it is given back. Its end is the team's
+    /// barrier (team arenas), so that no thread still reads what the next take hands out again:
+    /// a loop of frames filled with `TeamThreadRange` needs no barrier of its own. Frames end in
+    /// LIFO order. Team-collective (see the class).
     KOKKOS_FUNCTION Frame frame() { return Frame(*this); }
 
     /// False once a take could not be served.
     KOKKOS_FUNCTION bool ok() const { return ok_; }
 
-    /// Gives the slot back (team arenas: a barrier first, so that no thread still uses it) and
-    /// adds the arena's counts to the workspace's. A take after it fails (aborts in debug
-    /// builds). Called by the destructor if not before.
+    /// Gives the slot back (team arenas: a barrier first, so that no thread still uses it),
+    /// frees the arena's fallbacks, checks its guard zones (check mode), and adds the arena's
+    /// counts to the workspace's. A take after it fails (aborts in debug builds). Called by the
+    /// destructor if not before. Team-collective (see the class).
     KOKKOS_FUNCTION void end() {
       if (ended_) return;
       if (depth_ != 0) misuse("kbuf::Workspace::Arena::end while frames of it are live");
+      check_team();
       Impl::team_barrier(team_);
       Flush flush{this};
       (void)Impl::team_single<int>(team_, flush);
@@ -362,25 +233,36 @@ class Workspace {
     friend class Frame;
 
     KOKKOS_FUNCTION Arena(const Workspace& ws, Impl::TeamHandle team, int slot)
-        : counters_(ws.counters_),
-          hist_(ws.hist_),
+        : header_(ws.header_),
+          record_(slot >= 0 ? ws.records_ + static_cast<std::size_t>(slot) * Impl::wr_words
+                            : ws.header_ + Impl::wh_shared),
           flags_(ws.flags_),
           lane_flags_(ws.lane_flags_),
           spill_(ws.spill_),
           lanes_(ws.lanes_),
           lane_bytes_(ws.lane_bytes_),
           unit_(ws.unit_),
+          guard_(ws.guard_),
           slot_bytes_(slot >= 0 ? ws.slot_bytes_ : 0),
           slot_mem_(slot >= 0 ? ws.slots_mem_ + static_cast<std::size_t>(slot) * ws.slot_bytes_
                               : nullptr),
           team_(team),
           slot_(slot),
-          start_(slot >= 0 ? slot : 0),
+          start_(slot >= 0 ? static_cast<std::size_t>(slot) : 0),
           owns_flag_(ws.per_team_ && slot >= 0),
-          unslotted_(slot < 0) {}
+          shared_(slot < 0) {}
 
-    // Byte count of a take, false for a negative extent or an overflow.
-    template <class DataType, class T, class... Extents>
+    template <class V>
+    KOKKOS_FUNCTION V refuse() {
+      ok_ = false;
+      ++failed_;
+      ++takes_;
+      return V();
+    }
+
+    // Byte count of a take, false for a negative extent, an extent the View cannot hold, or
+    // an overflow.
+    template <class DataType, class V, class T, class... Extents>
     KOKKOS_FUNCTION static bool byte_count(unsigned long long& nbytes, Extents... extents) {
       unsigned long long n = Impl::static_extent_product<DataType>::value * sizeof(T);
       bool good = true;
@@ -390,6 +272,12 @@ class Workspace {
           return;
         }
         const unsigned long long x = static_cast<unsigned long long>(e);
+        if constexpr (Impl::extents_held_in_32_bits<V>) {
+          if (x > Impl::max_32_bit_extent) {
+            good = false;
+            return;
+          }
+        }
         if (x != 0 && n > (~0ull >> 2) / x) {  // below 2^62: no address computed overflows
           good = false;
           return;
@@ -398,7 +286,11 @@ class Workspace {
       };
       (void)mul;
       (mul(extents), ...);
-      if (!good && ((static_cast<unsigned long long>(extents) == 0) || ...) &&
+      bool held = true;
+      if constexpr (Impl::extents_held_in_32_bits<V>) {
+        held = !((static_cast<unsigned long long>(extents) > Impl::max_32_bit_extent) || ...);
+      }
+      if (!good && held && ((static_cast<unsigned long long>(extents) == 0) || ...) &&
           !(Impl::negative_extent(extents) || ...)) {
         good = true;  // a zero extent: the size is 0 whatever the others are
         n = 0;
@@ -407,12 +299,18 @@ class Workspace {
       return good;
     }
 
-    // Memory for a take of `nbytes`: the slot, the arena's spill lane, or null (failed,
-    // counted).
+    // Memory for a take of `nbytes`: the slot, a lane, a fallback, or null (zero bytes; or
+    // failed, counted).
     KOKKOS_FUNCTION void* place(unsigned long long nbytes) {
-      ++takes_;
+      const unsigned long long index = takes_++;
       if (nbytes == 0) return nullptr;  // an empty view: nothing moves, not a failure
-      const unsigned long long n = (nbytes + unit_ - 1) / unit_ * unit_;
+      const unsigned long long data = (nbytes + unit_ - 1) / unit_ * unit_;
+      if (guard_ != 0) return place_checked(nbytes, data, index);
+      return find(data);
+    }
+
+    // `n` bytes (a multiple of the unit): the slot if it has room, else a spill.
+    KOKKOS_FUNCTION void* find(unsigned long long n) {
       need_top_ += n;
       if (need_top_ > need_peak_) need_peak_ = need_top_;
       if (slot_top_ + n <= slot_bytes_) {
@@ -420,73 +318,80 @@ class Workspace {
         slot_top_ += n;
         return p;
       }
-      // A spill: what the arena asks of its lane counts, served or not.
-      spill_want_ += n;
+      return spill(n);
+    }
+
+    // A take that does not fit the rest of the slot: the arena's lane (claimed at its first
+    // spill, with one pass over the lanes), else a fallback.
+    KOKKOS_FUNCTION void* spill(unsigned long long n) {
+      spill_want_ += n;  // asked of the lane, whatever serves it
       if (spill_want_ > spill_peak_) spill_peak_ = spill_want_;
       spilled_ = true;
-      if (lane_ < 0 && lanes_ != 0 && n <= lane_bytes_) {
+      check_team();
+      // A lane is claimed when the arena holds no spilled take (none, or all given back).
+      if (lane_ < 0 && lanes_ != 0 && n <= lane_bytes_ && spill_top_ == 0 &&
+          fallbacks_ == nullptr) {
         LaneClaim claim{this};
         lane_ = Impl::team_single<int>(team_, claim);
+        if (lane_ < 0) missed_ = true;
       }
-      if (lane_ < 0 || spill_top_ + n > lane_bytes_) {
+      if (lane_ >= 0 && spill_top_ + n <= lane_bytes_) {
+        void* p = spill_ + static_cast<std::size_t>(lane_) * lane_bytes_ + spill_top_;
+        spill_top_ += n;
+        ++spills_;
+        spill_bytes_ += n;
+        return p;
+      }
+      FallbackTake take{this, n};
+      void* p = Impl::team_single<void*>(team_, take);
+      if (p == nullptr) {
         ok_ = false;
         ++failed_;
         return nullptr;
       }
-      void* p = spill_ + static_cast<std::size_t>(lane_) * lane_bytes_ + spill_top_;
-      spill_top_ += n;
-      ++spills_;
-      spill_bytes_ += n;
+      fallbacks_ = p;
+      ++fallback_count_;
+      fallback_bytes_ += n;
       return p;
     }
 
-    // Claims a spill lane for the arena (one thread of the team): a free one at once, else a
-    // bounded wait for one.
+    // Check mode: a block of meta, data and guard zone, wherever it fits; its meta and zone
+    // written by one thread of the team.
+    KOKKOS_FUNCTION void* place_checked(unsigned long long nbytes, unsigned long long data,
+                                        unsigned long long index) {
+      unsigned char* block = static_cast<unsigned char*>(find(unit_ + data + guard_));
+      if (block == nullptr) return nullptr;
+      GuardWrite write{this, block, nbytes, index, data - nbytes + guard_};
+      (void)Impl::team_single<int>(team_, write);
+      checks_ = block;
+      return block + unit_;
+    }
+
+    // Claims a lane for the arena (one thread of the team): one pass, no wait.
     struct LaneClaim {
       Arena* arena;
       KOKKOS_FUNCTION int operator()() const {
-        Arena& a = *arena;
-        int lane = Impl::claim_slot(a.lane_flags_, a.lanes_, a.start_, 1);
-        if (lane < 0) {
-          Impl::atomic_add(&a.counters_[Impl::wc_lane_waits], 1ull);
-          lane = Impl::wait_for_lane(a.lane_flags_, a.lanes_, a.start_, lane_wait_rounds);
-          if (lane < 0) Impl::atomic_add(&a.counters_[Impl::wc_no_lane], 1ull);
-        }
-        return lane;
+        const Arena& a = *arena;
+        return Impl::claim_slot(a.lane_flags_, a.lanes_, a.start_, 1);
       }
     };
 
-    // Gives the lane back (one thread of the team).
-    struct LaneRelease {
+    // A fallback block of `n` bytes (one thread of the team).
+    struct FallbackTake {
       Arena* arena;
-      KOKKOS_FUNCTION int operator()() const {
-        Impl::release_slot(arena->lane_flags_, arena->lane_);
-        return 0;
+      unsigned long long n;
+      KOKKOS_FUNCTION void* operator()() const {
+        return Impl::fallback_take(n, arena->unit_, arena->fallbacks_);
       }
     };
 
-    // The arena's end, by one thread of the team: its lane, its counts, its slot.
-    struct Flush {
+    // The meta and guard zone of a checked take (one thread of the team).
+    struct GuardWrite {
       Arena* arena;
+      unsigned char* block;
+      unsigned long long nbytes, index, span;
       KOKKOS_FUNCTION int operator()() const {
-        Arena& a = *arena;
-        if (a.lane_ >= 0) Impl::release_slot(a.lane_flags_, a.lane_);
-        unsigned long long* c = a.counters_;
-        Impl::atomic_add(&c[Impl::wc_takes], a.takes_);
-        if (a.spilled_) {
-          Impl::atomic_add(&c[Impl::wc_spilling], 1ull);
-          Impl::atomic_add(&c[Impl::wc_spills], a.spills_);
-          Impl::atomic_add(&c[Impl::wc_spill_bytes], a.spill_bytes_);
-          Impl::atomic_max(&c[Impl::wc_spill_peak], a.spill_peak_);
-        }
-        if (a.failed_ != 0) Impl::atomic_add(&c[Impl::wc_failed], a.failed_);
-        if (a.unslotted_) Impl::atomic_add(&c[Impl::wc_unslotted], 1ull);
-        Impl::atomic_max(&c[Impl::wc_peak_need], a.need_peak_);
-        Impl::atomic_add(&c[Impl::wc_arenas], 1ull);
-        const int b = Impl::need_bucket(a.need_peak_);
-        Impl::atomic_add(&a.hist_[2 * b], 1ull);
-        Impl::atomic_max(&a.hist_[2 * b + 1], a.need_peak_);
-        if (a.owns_flag_) Impl::release_slot(a.flags_, a.slot_);
+        Impl::guard_write(block, arena->unit_, arena->checks_, nbytes, index, span);
         return 0;
       }
     };
@@ -494,10 +399,35 @@ class Workspace {
     // What a frame restores.
     struct Tops {
       unsigned long long slot, need, spill, want;
+      void* fallbacks;
+      void* checks;
     };
     KOKKOS_FUNCTION Tops tops() const {
-      return Tops{slot_top_, need_top_, spill_top_, spill_want_};
+      return Tops{slot_top_, need_top_, spill_top_, spill_want_, fallbacks_, checks_};
     }
+
+    // Gives back what was taken after `t` (one thread of the team, after the barrier): checks
+    // the guard zones, frees the fallbacks, and gives the lane back once the arena holds no
+    // spilled take. Returns the overruns found.
+    struct Release {
+      Arena* arena;
+      Tops to;
+      bool all;  // the arena's end
+      KOKKOS_FUNCTION unsigned long long operator()() const {
+        Arena& a = *arena;
+        unsigned long long overruns = 0;
+        if (a.guard_ != 0) {
+          const Impl::GuardFindings f = Impl::guard_check(a.checks_, to.checks, a.unit_);
+#if KBUF_ENABLE_DEBUG
+          Impl::guard_report(a.header_, f, a.guard_);
+#endif
+          overruns = f.overruns;
+        }
+        Impl::fallback_release(a.fallbacks_, to.fallbacks);
+        if (a.lane_ >= 0 && (all || to.spill == 0)) Impl::release_slot(a.lane_flags_, a.lane_);
+        return overruns;
+      }
+    };
 
     KOKKOS_FUNCTION void end_frame(int index, const Tops& t) {
       if (ended_ || index != depth_ - 1) {
@@ -506,17 +436,86 @@ class Workspace {
         if (ended_) return;
       }
       --depth_;
+      check_team();
+      // The frame's end is the team's barrier: what follows may hand its memory out again.
+      Impl::team_barrier(team_);
+      if (fallbacks_ != t.fallbacks || checks_ != t.checks || (lane_ >= 0 && t.spill == 0)) {
+        Release release{this, t, false};
+        overruns_ += Impl::team_single<unsigned long long>(team_, release);
+        fallbacks_ = t.fallbacks;
+        checks_ = t.checks;
+        if (t.spill == 0) lane_ = -1;
+      }
       slot_top_ = t.slot;
       need_top_ = t.need;
       spill_want_ = t.want;
       spill_top_ = t.spill;
-      if (spill_top_ == 0 && lane_ >= 0) {
-        // The lane is empty again: give it to an arena that waits (no thread still uses it).
-        Impl::team_barrier(team_);
-        LaneRelease release{this};
-        (void)Impl::team_single<int>(team_, release);
-        lane_ = -1;
+    }
+
+    // The arena's end, by one thread of the team: what it still holds, its counts, its slot.
+    struct Flush {
+      Arena* arena;
+      KOKKOS_FUNCTION int operator()() const {
+        Arena& a = *arena;
+        Release release{arena, Tops{0, 0, 0, 0, nullptr, nullptr}, true};
+        const unsigned long long overruns = a.overruns_ + release();
+        unsigned long long* r = a.record_;
+        const bool shared = a.shared_;
+        Impl::record_add(r, Impl::wr_takes, a.takes_, shared);
+        Impl::record_add(r, Impl::wr_arenas, 1, shared);
+        if (a.spilled_) {
+          Impl::record_add(r, Impl::wr_spilling, 1, shared);
+          Impl::record_add(r, Impl::wr_spills, a.spills_, shared);
+          Impl::record_add(r, Impl::wr_spill_bytes, a.spill_bytes_, shared);
+          Impl::record_add(r, Impl::wr_fallbacks, a.fallback_count_, shared);
+          Impl::record_add(r, Impl::wr_fallback_bytes, a.fallback_bytes_, shared);
+          Impl::record_add(r, Impl::wr_missed, a.missed_ ? 1 : 0, shared);
+          Impl::record_max(r, Impl::wr_spill_peak, a.spill_peak_, shared);
+        }
+        Impl::record_add(r, Impl::wr_failed, a.failed_, shared);
+        Impl::record_add(r, Impl::wr_overruns, overruns, shared);
+        Impl::record_add(r, Impl::wr_unslotted, shared ? 1 : 0, shared);
+        Impl::record_max(r, Impl::wr_peak_need, a.need_peak_, shared);
+        Impl::record_need(r, a.header_ + Impl::wh_hist, a.need_peak_, shared);
+        if (a.owns_flag_) {
+          Impl::release_slot(a.flags_, a.slot_);
+        } else {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+          Kokkos::memory_fence();  // before the token is released: the next holder's counts
+#endif
+        }
+        return 0;
       }
+    };
+
+    // Debug builds: every thread and vector lane of the team must have made the same takes and
+    // frames; a collective step compares each one's copy of the arena with one thread's (a mix
+    // of its counts and tops: one word to broadcast).
+    KOKKOS_FUNCTION unsigned long long signature() const {
+      unsigned long long h = 0x9E3779B97F4A7C15ull;
+      const unsigned long long parts[4] = {takes_, slot_top_, need_top_,
+                                           static_cast<unsigned long long>(depth_)};
+      for (const unsigned long long x : parts) {
+        h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+      }
+      return h;
+    }
+    struct SignatureOf {
+      const Arena* arena;
+      KOKKOS_FUNCTION unsigned long long operator()() const { return arena->signature(); }
+    };
+    KOKKOS_FUNCTION void check_team() const {
+#if KBUF_ENABLE_DEBUG
+      if (team_.kind == Impl::team_none || !team_.sync) return;
+      SignatureOf of{this};
+      if (Impl::team_single<unsigned long long>(team_, of) != signature()) {
+        Kokkos::abort(
+            "kbuf::Workspace::Arena: the threads of a team made different takes or frames (a "
+            "take or frame inside Kokkos::single, TeamThreadRange, TeamVectorRange or "
+            "ThreadVectorRange?): every thread and vector lane of the team must make the same "
+            "calls");
+      }
+#endif
     }
 
     KOKKOS_FUNCTION static void misuse(const char* what) {
@@ -527,44 +526,48 @@ class Workspace {
 #endif
     }
 
-    // Probes of all the lanes an arena's wait makes before it goes without one: long enough
-    // for a holder to finish its spill (it waits for nothing meanwhile).
-    static constexpr std::size_t lane_wait_rounds = std::size_t{1} << 26;
-
-    unsigned long long* counters_;
-    unsigned long long* hist_;
+    unsigned long long* header_;
+    unsigned long long* record_;  // the slot's own, or the shared one
     unsigned int* flags_;
     unsigned int* lane_flags_;
     unsigned char* spill_;
     std::size_t lanes_;
     unsigned long long lane_bytes_;
     unsigned long long unit_;
+    unsigned long long guard_;  // bytes of guard zone after each take; 0: no check mode
     unsigned long long slot_bytes_;
     unsigned char* slot_mem_;
     Impl::TeamHandle team_;
     int slot_;
     std::size_t start_;  // where the lane probe starts
     bool owns_flag_;
-    bool unslotted_;
+    bool shared_;  // no slot: the shared record, with atomics
     bool ok_ = true;
     bool ended_ = false;
     bool spilled_ = false;
+    bool missed_ = false;
     int depth_ = 0;
     int lane_ = -1;
     unsigned long long slot_top_ = 0;
     unsigned long long need_top_ = 0;
     unsigned long long need_peak_ = 0;
     unsigned long long spill_top_ = 0;   // in the lane
-    unsigned long long spill_want_ = 0;  // asked of the lane, failed takes included
+    unsigned long long spill_want_ = 0;  // spilled, whatever served it
     unsigned long long spill_peak_ = 0;
+    void* fallbacks_ = nullptr;  // the newest fallback block (a chain)
+    void* checks_ = nullptr;     // the newest checked take's block (a chain)
     unsigned long long takes_ = 0;
     unsigned long long spills_ = 0;
     unsigned long long spill_bytes_ = 0;
+    unsigned long long fallback_count_ = 0;
+    unsigned long long fallback_bytes_ = 0;
     unsigned long long failed_ = 0;
+    unsigned long long overruns_ = 0;
   };
 
   /// LIFO release inside an arena: when it ends (its destructor), what was taken after it was
-  /// made is given back. Not copyable.
+  /// made is given back, and the team meets at a barrier (team arenas). Not copyable.
+  /// Team-collective, as the arena's calls.
   class Frame {
    public:
     Frame(const Frame&) = delete;
@@ -583,8 +586,8 @@ class Workspace {
 
   Workspace() = default;  ///< an empty workspace: no slots; made by BufferAllocator::workspace
 
-  /// The arena of the calling team (team-collective: every thread of the team calls it). Claims
-  /// a free slot (one thread, one barrier).
+  /// The arena of the calling team: every thread and vector lane of the team calls it (see
+  /// `Arena`). Claims a free slot (one thread; the team waits for it).
   template <class TeamMember>
   KOKKOS_FUNCTION Arena arena(const TeamMember& team) const {
     const Impl::TeamHandle h = Impl::team_handle(team);
@@ -594,9 +597,10 @@ class Workspace {
     return Arena(*this, h, slot);
   }
 
-  /// The arena of the thread holding `token` (a `UniqueToken` value, below `slots()`), for a
-  /// per_thread workspace. A token out of range gets no slot (every take spills; debug builds
-  /// abort).
+  /// The arena of the thread holding `token`, for a per_thread workspace: a value of a
+  /// `Kokkos::Experimental::UniqueToken` whose values stay below `slots()` (the execution
+  /// space's global token when `slots()` is its size, else one made with `slots()` as its
+  /// size). A token out of range gets no slot: every take spills (debug builds abort).
   KOKKOS_FUNCTION Arena arena(int token) const {
     int slot = token;
     if (per_team_ || token < 0 || static_cast<std::size_t>(token) >= slots_) {
@@ -604,6 +608,9 @@ class Workspace {
                               : "kbuf::Workspace::arena(token): the token is not below slots()");
       slot = -1;
     }
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+    Impl::acquire_fence();  // the token's last holder wrote the slot's memory and record
+#endif
     return Arena(*this, Impl::TeamHandle{}, slot);
   }
 
@@ -620,15 +627,20 @@ class Workspace {
     return lanes_ * static_cast<std::size_t>(lane_bytes_);
   }
   /// Spill lanes: an arena that spills holds one, alone, until its spill is given back; an
-  /// arena that finds none free waits (bounded) for one.
+  /// arena that finds none free is served by fallback allocations (it never waits).
   KOKKOS_FUNCTION std::size_t spill_lanes() const noexcept {
     return lanes_;
   }
-  /// Bytes of each spill lane: the most one arena can spill at once.
+  /// Bytes of each spill lane: the most one arena can spill into it at once.
   KOKKOS_FUNCTION std::size_t lane_bytes() const noexcept {
     return static_cast<std::size_t>(lane_bytes_);
   }
-  /// Bytes the workspace takes from its allocator (header and flags included).
+  /// Bytes of the guard zone after each take: 0 unless in check mode (pass-through mode or
+  /// `KBUF_ENABLE_DEBUG`).
+  KOKKOS_FUNCTION std::size_t guard_bytes() const noexcept {
+    return static_cast<std::size_t>(guard_);
+  }
+  /// Bytes the workspace takes from its allocator (header, flags and records included).
   std::size_t bytes() const noexcept {
     return total_;
   }
@@ -638,9 +650,9 @@ class Workspace {
   }
 
   /// Fences the allocator's execution space instance (the kernels that used the workspace must
-  /// have run on it, or have been fenced), reads what they did, and records under the label
-  /// what the next workspace needs. Call it once, before the scope the workspace was made in
-  /// ends.
+  /// have run on it), reads what they did, and records under the label what they needed, for
+  /// the next workspace with that label. Call it once, before the scope the workspace was made
+  /// in ends.
   /// @throws kbuf::logic_error if the workspace was already finished, was not made by an
   /// allocator, or its memory was released (its scope ended).
   WorkspaceReport finish();
@@ -659,25 +671,27 @@ class Workspace {
     }
   };
 
-  // Rounds over all the slots a team's claim probes before it goes without one.
-  static constexpr std::size_t probe_rounds = 4096;
+  // Rounds over all the slots a team's claim probes, backing off between them, before it goes
+  // without one: with as many slots as teams in flight, a slot frees while the probe lasts.
+  static constexpr std::size_t probe_rounds = 64;
 
   KOKKOS_FUNCTION static void misuse_static(const char* what) {
     Arena::misuse(what);
   }
 
   unsigned char* base_ = nullptr;
-  unsigned long long* counters_ = nullptr;
-  unsigned long long* hist_ = nullptr;  // count and largest need, per bucket
+  unsigned long long* header_ = nullptr;
   unsigned int* flags_ = nullptr;
-  unsigned char* slots_mem_ = nullptr;
   unsigned int* lane_flags_ = nullptr;
+  unsigned long long* records_ = nullptr;
+  unsigned char* slots_mem_ = nullptr;
   unsigned char* spill_ = nullptr;
   std::size_t slots_ = 0;
   std::size_t slot_bytes_ = 0;
   std::size_t lanes_ = 0;
   unsigned long long lane_bytes_ = 0;
   unsigned long long unit_ = 64;
+  unsigned long long guard_ = 0;
   std::size_t total_ = 0;
   bool per_team_ = true;
   const char* label_ = "";  // the learning record's key (lives in the allocator)

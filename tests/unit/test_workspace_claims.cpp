@@ -1,8 +1,8 @@
 // The claims inside kbuf::Workspace driven by host threads at once (also under ThreadSanitizer,
-// label "threads"): a slot, or a spill lane, is never held by two claimants, and a claimant that
-// waits for a lane gets one once a holder gives it back. The same functions run inside
-// kernels (kbuf/workspace.hpp); here nothing but the claims runs, so that the threads meet in
-// them as often as possible.
+// label "threads"): a slot, or a spill lane, is never held by two claimants; a lane claim is one
+// pass that never waits (a claimant that finds every lane taken is served by fallbacks). The same
+// functions run inside kernels (kbuf/workspace.hpp); here nothing but the claims runs, so that the
+// threads meet in them as often as possible.
 #include <doctest/doctest.h>
 
 #include <atomic>
@@ -61,7 +61,8 @@ TEST_CASE(
   for (const unsigned int f : flags) CHECK(f == 0u);
 }
 
-TEST_CASE("workspace claims: six threads wait for two spill lanes: one holder each, none lost") {
+TEST_CASE(
+    "workspace claims: six threads claim two spill lanes in one pass: one holder each, no wait") {
   constexpr int threads = 6;
   constexpr std::size_t lanes = 2;
   constexpr int rounds = 2000;
@@ -72,20 +73,20 @@ TEST_CASE("workspace claims: six threads wait for two spill lanes: one holder ea
   on_threads(threads, [&](int t) {
     for (int i = 0; i < rounds; ++i) {
       const int lane =
-          kbuf::Impl::wait_for_lane(flags.data(), lanes, static_cast<std::size_t>(t), 1u << 20);
+          kbuf::Impl::claim_slot(flags.data(), lanes, static_cast<std::size_t>(t + i), 1);
       if (lane < 0) {
-        ++missed;
+        ++missed;  // every lane taken at that moment: the arena falls back
         continue;
       }
       if (holder[lane].exchange(t + 1) != 0) ++doubled;
-      if (i % 4 == 0) std::this_thread::yield();  // a holder works a while; the others wait
+      if (i % 4 == 0) std::this_thread::yield();  // a holder works a while
       if (holder[lane].exchange(0) != t + 1) ++doubled;
       ++served;
       kbuf::Impl::release_slot(flags.data(), lane);
     }
   });
   CHECK(doubled.load() == 0);
-  CHECK(missed.load() == 0);  // the waits are long enough for a holder to finish
-  CHECK(served.load() == threads * rounds);
+  CHECK(served.load() + missed.load() == threads * rounds);
+  CHECK(served.load() > 0);
   for (const unsigned int f : flags) CHECK(f == 0u);
 }

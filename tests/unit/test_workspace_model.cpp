@@ -1,7 +1,9 @@
 // kbuf::Workspace against a reference: random sequences of takes and nested frames run by one
-// team in a kernel, and by a host model of one arena (a slot stack, a spill stack, LIFO frames).
-// Every take must land where the model says (the slot, the spill area, or nowhere), at the
-// model's offset from its region's start; the report must count what the model counts.
+// team in a kernel, and by a host model of one arena (a slot stack, a lane claimed when the
+// arena holds no spilled take and given back when its frames have returned everything spilled,
+// fallbacks for what fits neither, LIFO frames). Every take must land where the model says (the
+// slot, the lane, a fallback, or nowhere), at the model's offset from its region's start; the
+// report must count what the model counts.
 #include <doctest/doctest.h>
 
 #include <cstddef>
@@ -61,17 +63,19 @@ struct Run {
   }
 };
 
-// The host model of one arena with a slot of `slot` bytes and a spill area of `spill` bytes, in
-// units of `unit` bytes.
+// The host model of one arena with a slot of `slot` bytes and one lane of `spill` bytes (none
+// when 0), in units of `unit` bytes.
 struct Model {
   std::size_t unit, slot, spill;
   struct Top {
-    std::size_t slot = 0, spill = 0, need = 0, want = 0;
+    std::size_t slot = 0, spill = 0, need = 0, want = 0, fallbacks = 0;
   };
   Top top;
+  bool lane = false;  // held
   std::vector<Top> frames;
-  std::size_t takes = 0, spills = 0, spill_bytes = 0, failed = 0, peak_need = 0, spill_peak = 0;
-  // Per take: 0 slot, 1 spill, 2 none (failed or empty); and the offset in its region.
+  std::size_t takes = 0, spills = 0, spill_bytes = 0, fallbacks = 0, fallback_bytes = 0,
+              peak_need = 0, spill_peak = 0;
+  // Per take: 0 slot, 1 lane, 2 none (empty), 3 a fallback; and the offset in its region.
   std::vector<int> region;
   std::vector<std::size_t> offset;
 
@@ -91,24 +95,28 @@ struct Model {
       top.slot += n;
       return;
     }
-    top.want += n;  // asked of the lane, served or not
+    top.want += n;  // asked of the lane, whatever serves it
     if (top.want > spill_peak) spill_peak = top.want;
-    if (top.spill + n > spill) {
-      ++failed;
-      region.push_back(2);
-      offset.push_back(0);
+    if (!lane && spill != 0 && n <= spill && top.spill == 0 && top.fallbacks == 0) lane = true;
+    if (lane && top.spill + n <= spill) {
+      region.push_back(1);
+      offset.push_back(top.spill);
+      top.spill += n;
+      ++spills;
+      spill_bytes += n;
       return;
     }
-    region.push_back(1);
-    offset.push_back(top.spill);
-    top.spill += n;
-    ++spills;
-    spill_bytes += n;
+    region.push_back(3);
+    offset.push_back(0);
+    ++top.fallbacks;
+    ++fallbacks;
+    fallback_bytes += n;
   }
   void frame() { frames.push_back(top); }
   void end() {
     top = frames.back();
     frames.pop_back();
+    if (lane && top.spill == 0) lane = false;  // given back: every spilled take returned
   }
 };
 
@@ -125,7 +133,7 @@ TEST_CASE("workspace model: random takes and nested frames land where the refere
     std::uniform_int_distribution<int> doubles(0, 200), kind(0, 9);
     const std::size_t slot = static_cast<std::size_t>(slot_units(rng)) * unit;
     const std::size_t spill = static_cast<std::size_t>(spill_units(rng)) * unit;
-    Model model{unit, slot, spill, {}, {}, 0, 0, 0, 0, 0, 0, {}, {}};
+    Model model{unit, slot, spill, {}, false, {}, 0, 0, 0, 0, 0, 0, 0, {}, {}};
     std::vector<int> ops;
     int open = 0;
     const int n = len(rng);
@@ -165,6 +173,7 @@ TEST_CASE("workspace model: random takes and nested frames land where the refere
                           got.data(), got.size()),
                       where);
     // Each region's start, from its first take: every other take is at its offset from there.
+    // A fallback is anywhere outside both regions.
     unsigned long long base[2] = {0, 0};
     bool seen[2] = {false, false};
     int wrong = 0;
@@ -176,6 +185,10 @@ TEST_CASE("workspace model: random takes and nested frames land where the refere
       }
       if (got[t] == 0) {
         ++wrong;
+        continue;
+      }
+      if (reg == 3) {
+        if (got[t] % unit != 0) ++wrong;
         continue;
       }
       const unsigned long long b = got[t] - model.offset[t];
@@ -190,10 +203,19 @@ TEST_CASE("workspace model: random takes and nested frames land where the refere
     if (seen[0] && seen[1]) {  // the regions do not overlap
       CHECK((base[0] + slot <= base[1] || base[1] + spill <= base[0]));
     }
+    for (std::size_t t = 0; t < ntakes; ++t) {  // no fallback inside the slot or the lane
+      if (model.region[t] != 3) continue;
+      for (int reg = 0; reg < 2; ++reg) {
+        const std::size_t size = reg == 0 ? slot : spill;
+        if (seen[reg]) CHECK((got[t] + unit <= base[reg] || got[t] >= base[reg] + size));
+      }
+    }
     CHECK(r.takes == model.takes);
     CHECK(r.spills == model.spills);
     CHECK(r.spill_bytes == model.spill_bytes);
-    CHECK(r.failed_takes == model.failed);
+    CHECK(r.failed_takes == 0);
+    CHECK(r.fallbacks == model.fallbacks);
+    CHECK(r.fallback_bytes == model.fallback_bytes);
     CHECK(r.peak_slot_bytes == model.peak_need);
     CHECK(r.spill_peak == model.spill_peak);
     CHECK(r.arenas == 1);

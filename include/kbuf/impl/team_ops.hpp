@@ -63,11 +63,14 @@ KBUF_IMPL_TEAM_KIND(hip_execution_space, team_hip)
 #endif
 #undef KBUF_IMPL_TEAM_KIND
 
-/// A team member: its address and its kind (team_none: one thread, nothing to synchronise).
-/// A team of one thread is still synchronised: on a GPU its vector lanes run the same code.
+/// A team member: its address, its kind (team_none: one thread, nothing to synchronise), and
+/// whether its barriers are needed: on a GPU always (a team of one thread still has vector
+/// lanes running the same code), on the host when the team has more than one thread (vector
+/// lanes are loops of one thread there).
 struct TeamHandle {
   const void* member = nullptr;
   int kind = team_none;
+  bool sync = false;
 };
 
 /// The handle of `team`.
@@ -76,7 +79,13 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
   static_assert(team_kind_of<Member>::value >= 0,
                 "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
                 "OpenMP, Threads, CUDA or HIP is needed");
-  return TeamHandle{&team, team_kind_of<Member>::value};
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  const bool sync = true;
+#else
+  const bool sync = team.team_size() > 1 || team_kind_of<Member>::value == team_cuda ||
+                    team_kind_of<Member>::value == team_hip;
+#endif
+  return TeamHandle{&team, team_kind_of<Member>::value, sync};
 }
 
 /// Calls `f(member)` with the member `h` names, in its own type.
@@ -118,7 +127,7 @@ struct BarrierVisitor {
 };
 
 KOKKOS_INLINE_FUNCTION void team_barrier(const TeamHandle& h) {
-  if (h.kind == team_none) return;
+  if (!h.sync) return;
   const BarrierVisitor v{};
   visit_member(h, v);
 }

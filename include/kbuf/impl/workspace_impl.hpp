@@ -21,19 +21,27 @@ namespace kbuf {
 
 inline std::ostream& operator<<(std::ostream& os, const WorkspaceReport& r) {
   return os << "takes " << r.takes << ", spills " << r.spills << " (" << r.spill_bytes
-            << " bytes), failed " << r.failed_takes << ", peak slot " << r.peak_slot_bytes
-            << " bytes, arenas " << r.arenas << ", slots " << r.slots << " x " << r.slot_bytes
-            << " bytes, spill lanes " << r.spill_lanes << " x " << r.lane_bytes << " bytes (peak "
-            << r.spill_peak << ", " << r.lane_waits << " waits), next " << r.next_slot_bytes
-            << " per slot + " << r.next_spill_lanes << " x " << r.next_lane_bytes << " spill";
+            << " bytes), failed " << r.failed_takes << ", fallbacks " << r.fallbacks << " ("
+            << r.fallback_bytes << " bytes), peak slot " << r.peak_slot_bytes << " bytes, arenas "
+            << r.arenas << ", slots " << r.slots << " x " << r.slot_bytes << " bytes, spill lanes "
+            << r.spill_lanes << " x " << r.lane_bytes << " bytes (peak " << r.spill_peak << ", "
+            << r.lanes_missed << " missed)" << (r.checked ? ", overruns " : "")
+            << (r.checked ? std::to_string(r.overruns) : std::string()) << ", next "
+            << r.next_slot_bytes << " per slot + " << r.next_spill_lanes << " x "
+            << r.next_lane_bytes << " spill";
 }
 
 namespace Impl {
 
-/// Sets the first `words` words at `p` to zero, on the allocator's instance.
-struct ZeroWords {
+/// Zeroes the header, flags and records (`words` words at `p`) and writes the label into the
+/// header, on the allocator's instance.
+struct ZeroHeader {
   unsigned long long* p;
-  KOKKOS_FUNCTION void operator()(const std::size_t i) const { p[i] = 0; }
+  unsigned long long label[wh_label_words];
+  KOKKOS_FUNCTION void operator()(const std::size_t i) const {
+    const std::size_t l = static_cast<std::size_t>(wh_label);
+    p[i] = i >= l && i < l + wh_label_words ? label[i - l] : 0ull;
+  }
 };
 
 /// `a * b + c`, false on overflow of size_t.
@@ -53,6 +61,158 @@ struct has_league<ExecPolicy, std::void_t<decltype(std::declval<const ExecPolicy
                                           decltype(std::declval<const ExecPolicy&>().team_size())>>
     : std::true_type {};
 
+/// Whether `ExecSpace` runs on a GPU, where a team is a block of team x vector threads and
+/// the device keeps a bounded number of blocks resident.
+template <class ExecSpace>
+inline constexpr bool is_device_space =
+#if defined(KOKKOS_ENABLE_CUDA)
+    std::is_same<ExecSpace, Kokkos::Cuda>::value ||
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+    std::is_same<ExecSpace, hip_execution_space>::value ||
+#endif
+    false;
+
+/// The vector length a team policy asks for (its `impl_vector_length()`); 1 where the policy
+/// has none.
+template <class Policy, class = void>
+struct has_vector_length : std::false_type {};
+template <class Policy>
+struct has_vector_length<Policy,
+                         std::void_t<decltype(std::declval<const Policy&>().impl_vector_length())>>
+    : std::true_type {};
+template <class Policy>
+long long vector_length_of(const Policy& policy) {
+  if constexpr (has_vector_length<Policy>::value) {
+    return static_cast<long long>(policy.impl_vector_length());
+  } else {
+    (void)policy;
+    return 1;
+  }
+}
+
+/// Blocks the device of `exec` keeps resident at once (multiprocessors x the blocks each can
+/// hold, at most its threads over the warp size); 0 on the host, where the concurrency alone
+/// bounds the teams in flight.
+template <class ExecSpace>
+long long resident_teams(const ExecSpace& exec) {
+#if defined(KOKKOS_ENABLE_CUDA)
+  if constexpr (std::is_same<ExecSpace, Kokkos::Cuda>::value) {
+    const int device = exec.cuda_device();
+    int sms = 0, blocks = 0, threads = 0, warp = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&blocks, cudaDevAttrMaxBlocksPerMultiprocessor, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device) !=
+            cudaSuccess ||
+        cudaDeviceGetAttribute(&warp, cudaDevAttrWarpSize, device) != cudaSuccess || warp <= 0) {
+      return 0;
+    }
+    const long long per_sm = blocks < threads / warp ? blocks : threads / warp;
+    return static_cast<long long>(sms) * per_sm;
+  }
+#endif
+#if defined(KOKKOS_ENABLE_HIP)
+  if constexpr (std::is_same<ExecSpace, hip_execution_space>::value) {
+    const int device = exec.hip_device();
+    int cus = 0, threads = 0, wave = 0;
+    if (hipDeviceGetAttribute(&cus, hipDeviceAttributeMultiprocessorCount, device) != hipSuccess ||
+        hipDeviceGetAttribute(&threads, hipDeviceAttributeMaxThreadsPerMultiProcessor, device) !=
+            hipSuccess ||
+        hipDeviceGetAttribute(&wave, hipDeviceAttributeWarpSize, device) != hipSuccess ||
+        wave <= 0) {
+      return 0;
+    }
+    return static_cast<long long>(cus) * (threads / wave);
+  }
+#endif
+  (void)exec;
+  return 0;
+}
+
+/// The threads a policy can run at once for a per_thread workspace: a range's iterations, an
+/// MDRange's points, a team policy's league x team size; 0 when it does not say.
+template <class Policy, class = void>
+struct has_range : std::false_type {};
+template <class Policy>
+struct has_range<Policy, std::void_t<decltype(std::declval<const Policy&>().end() -
+                                              std::declval<const Policy&>().begin())>>
+    : std::true_type {};
+template <class Policy, class = void>
+struct has_md_range : std::false_type {};
+template <class Policy>
+struct has_md_range<Policy, std::void_t<decltype(std::declval<const Policy&>().m_upper[0] -
+                                                 std::declval<const Policy&>().m_lower[0]),
+                                        decltype(Policy::rank)>> : std::true_type {};
+template <class Policy>
+long long policy_threads(const Policy& policy) {
+  constexpr long long most = static_cast<long long>(1) << 62;
+  if constexpr (has_league<Policy>::value) {
+    const long long team = policy.team_size() > 0 ? policy.team_size() : 0;
+    const long long league = static_cast<long long>(policy.league_size());
+    if (team == 0) return 0;  // AUTO: not known before the launch
+    return league > most / team ? most : league * team;
+  } else if constexpr (has_range<Policy>::value) {
+    return static_cast<long long>(policy.end() - policy.begin());
+  } else if constexpr (has_md_range<Policy>::value) {
+    long long n = 1;
+    for (int i = 0; i < static_cast<int>(Policy::rank); ++i) {
+      const long long e = static_cast<long long>(policy.m_upper[i] - policy.m_lower[i]);
+      if (e <= 0) return 0;
+      n = n > most / e ? most : n * e;
+    }
+    return n;
+  } else {
+    (void)policy;
+    return 0;
+  }
+}
+
+/// Whether two instances of an execution space are the same one: `==` where the space has it
+/// (Kokkos >= 4.0), else the same stream (CUDA, HIP); a space of Kokkos 3.4 with neither has one
+/// instance.
+template <class E, class = void>
+struct has_equality : std::false_type {};
+template <class E>
+struct has_equality<E, std::void_t<decltype(std::declval<const E&>() == std::declval<const E&>())>>
+    : std::true_type {};
+template <class E, class = void>
+struct has_cuda_stream : std::false_type {};
+template <class E>
+struct has_cuda_stream<E, std::void_t<decltype(std::declval<const E&>().cuda_stream())>>
+    : std::true_type {};
+template <class E, class = void>
+struct has_hip_stream : std::false_type {};
+template <class E>
+struct has_hip_stream<E, std::void_t<decltype(std::declval<const E&>().hip_stream())>>
+    : std::true_type {};
+template <class E>
+bool same_instance(const E& a, const E& b) {
+  if constexpr (has_equality<E>::value) {
+    return a == b;
+  } else if constexpr (has_cuda_stream<E>::value) {
+    return a.cuda_stream() == b.cuda_stream();
+  } else if constexpr (has_hip_stream<E>::value) {
+    return a.hip_stream() == b.hip_stream();
+  } else {
+    (void)a;
+    (void)b;
+    return true;
+  }
+}
+
+/// What one round's arenas needed, from the histogram of a finished workspace.
+inline WorkspaceNeeds needs_from_histogram(const unsigned long long* hist, std::size_t arenas) {
+  WorkspaceNeeds needs;
+  needs.arenas = arenas;
+  for (int b = 0; b < workspace_buckets; ++b) {
+    if (hist[2 * b] == 0) continue;
+    needs.levels.push_back(NeedLevel{static_cast<std::size_t>(hist[2 * b + 1]),
+                                     static_cast<std::size_t>(hist[2 * b])});
+  }
+  return needs;
+}
+
 }  // namespace Impl
 
 template <class MemorySpace>
@@ -63,16 +223,13 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy&
                 "kbuf::BufferAllocator::workspace(policy, per_team{...}): per_team needs a "
                 "Kokkos::TeamPolicy (per_thread serves the other policies)");
   using exec = typename ExecPolicy::execution_space;
-  const long long league = static_cast<long long>(policy.league_size());
-  const long long team = policy.team_size() > 0 ? policy.team_size() : 1;
-  const long long concurrency = static_cast<long long>(policy.space().concurrency());
-  // Teams in flight at once: the concurrency over the team size, at most the league.
-  long long slots = (concurrency + team - 1) / team;
-  if (slots < 1) slots = 1;
-  if (slots > league) slots = league;
-  return make_workspace<exec>("kbuf::BufferAllocator::workspace(policy, per_team)",
-                              static_cast<std::size_t>(slots), size.bytes, size.spill_bytes, true,
-                              std::move(label));
+  const exec space = policy.space();
+  const long long vector = Impl::is_device_space<exec> ? Impl::vector_length_of(policy) : 1;
+  const std::size_t slots = Impl::team_slots(
+      static_cast<long long>(space.concurrency()), static_cast<long long>(policy.team_size()),
+      vector, static_cast<long long>(policy.league_size()), Impl::resident_teams(space));
+  return make_workspace<exec>("kbuf::BufferAllocator::workspace(policy, per_team)", space, slots,
+                              size.bytes, size.spill_bytes, true, std::move(label));
 }
 
 template <class MemorySpace>
@@ -80,23 +237,22 @@ template <class ExecPolicy>
 Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy& policy,
                                                                per_thread size, std::string label) {
   using exec = typename ExecPolicy::execution_space;
+  const exec space = policy.space();
   std::size_t slots = 0;
   if constexpr (std::is_same<exec, execution_space>::value) {
     const Kokkos::Experimental::UniqueToken<exec, Kokkos::Experimental::UniqueTokenScope::Global>
-        token(policy.space());
-    slots = static_cast<std::size_t>(token.size());
+        token(space);
+    slots = Impl::thread_slots(static_cast<long long>(token.size()), Impl::policy_threads(policy));
   }
-  return make_workspace<exec>("kbuf::BufferAllocator::workspace(policy, per_thread)", slots,
+  return make_workspace<exec>("kbuf::BufferAllocator::workspace(policy, per_thread)", space, slots,
                               size.bytes, size.spill_bytes, false, std::move(label));
 }
 
 template <class MemorySpace>
 template <class ExecSpace>
-Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* call,
-                                                                    std::size_t slots,
-                                                                    std::size_t bytes,
-                                                                    std::size_t spill_guess,
-                                                                    bool team, std::string label) {
+Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
+    const char* call, const ExecSpace& instance, std::size_t slots, std::size_t bytes,
+    std::size_t spill_guess, bool team, std::string label) {
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,
                 "kbuf::BufferAllocator::workspace: the policy's execution_space must be a Kokkos "
                 "execution space");
@@ -110,23 +266,50 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
                accessible ? std::string(execution_space::name()) + "; finish() fences that one only"
                           : Impl::space_name<MemorySpace>(),
                accessible ? ")" : "", "; make the policy on alloc.execution_space_instance()");
+  if constexpr (own) {
+    // The header is zeroed on the allocator's instance: a kernel on another one could start
+    // before that, or have it zeroed under it.
+    KBUF_EXPECTS(Impl::same_instance(instance, exec_), call, " with ", bytes, " bytes, label '",
+                 label, "', on allocator '", label_, "': the policy runs on another instance of ",
+                 ExecSpace::name(),
+                 " than the allocator's (another stream or partition); the workspace is made and "
+                 "finished on the allocator's instance: make the policy on "
+                 "alloc.execution_space_instance(), or use an allocator bound to the policy's "
+                 "instance");
+  }
   const auto found = learned_.find(label);
   const bool learned = found != learned_.end() && found->second.learned;
   const std::size_t unit = alignment_ > 64 ? alignment_ : 64;
-  std::size_t slot_bytes = learned ? found->second.slot_bytes : bytes;
+  std::size_t slot_bytes = bytes;
+  std::size_t lane = spill_guess;
+  std::size_t lanes = spill_guess != 0 ? 1 : 0;
+  if (learned) {
+    const Impl::WorkspaceSizes sizes = Impl::workspace_sizes(found->second.needs, slots, unit);
+    slot_bytes = sizes.slot_bytes;
+    lanes = sizes.lanes;
+    lane = sizes.lane_bytes;
+  }
   KBUF_EXPECTS(slot_bytes <= static_cast<std::size_t>(-1) - (unit - 1), call, " with ", bytes,
                " bytes, label '", label, "', on allocator '", label_, "': ", bytes,
                " bytes per slot overflows size_t when aligned to ", unit);
   slot_bytes = (slot_bytes + unit - 1) / unit * unit;
-  std::size_t lane = learned ? found->second.lane_bytes : spill_guess;
-  const std::size_t lanes = learned ? found->second.lanes : (spill_guess != 0 ? 1 : 0);
   KBUF_EXPECTS(lane <= static_cast<std::size_t>(-1) - (unit - 1), call, " with ", bytes,
                " bytes, label '", label, "', on allocator '", label_, "': a spill area of ", lane,
                " bytes overflows size_t when aligned to ", unit);
   lane = (lane + unit - 1) / unit * unit;
-  const std::size_t header_raw =
-      (Impl::wc_count + 2 * Impl::workspace_buckets) * sizeof(unsigned long long) +
-      (slots + lanes) * sizeof(unsigned int);
+  // Check mode: a guard zone after every take (and a unit of meta before it).
+  const bool checked = passthrough_ || debug_checks_enabled;
+  const std::size_t guard = checked ? (unit > 256 ? unit : 256) : 0;
+  std::size_t header_raw = 0;
+  std::size_t flags_bytes = 0;
+  KBUF_EXPECTS(
+      Impl::mul_add(slots + lanes, sizeof(unsigned int), 0, &flags_bytes) &&
+          Impl::mul_add(slots, Impl::wr_words * sizeof(unsigned long long),
+                        Impl::wh_words * sizeof(unsigned long long) + (flags_bytes + 7) / 8 * 8,
+                        &header_raw) &&
+          header_raw <= static_cast<std::size_t>(-1) - unit,
+      call, " with ", bytes, " bytes, label '", label, "', on allocator '", label_,
+      "': the records of ", slots, " slots overflow size_t");
   const std::size_t header = (header_raw + unit - 1) / unit * unit;
   std::size_t slots_total = 0;
   std::size_t spill = 0;
@@ -163,10 +346,10 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
   unsigned char* base = reinterpret_cast<unsigned char*>((raw + unit - 1) / unit * unit);
   Workspace<MemorySpace> ws;
   ws.base_ = base;
-  ws.counters_ = reinterpret_cast<unsigned long long*>(base);
-  ws.hist_ = ws.counters_ + Impl::wc_count;
-  ws.flags_ = reinterpret_cast<unsigned int*>(ws.hist_ + 2 * Impl::workspace_buckets);
+  ws.header_ = reinterpret_cast<unsigned long long*>(base);
+  ws.flags_ = reinterpret_cast<unsigned int*>(ws.header_ + Impl::wh_words);
   ws.lane_flags_ = ws.flags_ + slots;
+  ws.records_ = ws.header_ + Impl::wh_words + (flags_bytes + 7) / 8;
   ws.slots_mem_ = base + header;
   ws.spill_ = base + slots_total;
   ws.slots_ = slots;
@@ -174,16 +357,23 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(const char* 
   ws.lanes_ = lanes;
   ws.lane_bytes_ = lane;
   ws.unit_ = unit;
+  ws.guard_ = guard;
   ws.total_ = total;
   ws.per_team_ = team;
   ws.label_ = key;
   ws.learning_ = record;
   ws.owner_ = this;
-  const std::size_t words = header / sizeof(unsigned long long);
-  Kokkos::parallel_for(
-      "kbuf::BufferAllocator::workspace: zero the counters [" + label_ + "]",
-      Kokkos::RangePolicy<execution_space, Kokkos::IndexType<std::size_t>>(exec_, 0, words),
-      Impl::ZeroWords{ws.counters_});
+  Impl::ZeroHeader zero{ws.header_, {}};
+  {
+    char* text = reinterpret_cast<char*>(zero.label);
+    const std::size_t room = sizeof(zero.label) - 1;
+    const std::size_t n = made.first->first.size() < room ? made.first->first.size() : room;
+    for (std::size_t i = 0; i < n; ++i) text[i] = key[i];
+  }
+  Kokkos::parallel_for("kbuf::BufferAllocator::workspace: zero the counters [" + label_ + "]",
+                       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<std::size_t>>(
+                           exec_, 0, header_raw / sizeof(unsigned long long)),
+                       zero);
   record->unfinished.push_back(base);  // room reserved above: cannot throw
   return ws;
 }
@@ -207,101 +397,84 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
                             "finish a workspace before its scope ends");
   }
   owner_->fence();
-  const std::size_t words = Impl::wc_count + 2 * Impl::workspace_buckets;
-  std::vector<unsigned long long> h(words);
-  Kokkos::deep_copy(Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                        h.data(), words),
-                    Kokkos::View<const unsigned long long*, MemorySpace, Kokkos::MemoryUnmanaged>(
-                        counters_, words));
+  // The header, and every slot's record: what the arenas counted.
+  const std::size_t head_words = Impl::wh_words;
+  const std::size_t record_words = slots_ * Impl::wr_words;
+  std::vector<unsigned long long> h(head_words);
+  std::vector<unsigned long long> rec(record_words);
+  using host_words = Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  using words = Kokkos::View<const unsigned long long*, MemorySpace, Kokkos::MemoryUnmanaged>;
+  Kokkos::deep_copy(host_words(h.data(), head_words), words(header_, head_words));
+  if (record_words != 0) {
+    Kokkos::deep_copy(host_words(rec.data(), record_words), words(records_, record_words));
+  }
   unfinished.erase(mine);
-  const unsigned long long* hist = h.data() + Impl::wc_count;
+  std::vector<unsigned long long> sum(h.begin() + Impl::wh_shared,
+                                      h.begin() + Impl::wh_shared + Impl::wr_words);
+  std::vector<unsigned long long> hist(h.begin() + Impl::wh_hist,
+                                       h.begin() + Impl::wh_hist + 2 * Impl::workspace_buckets);
+  const auto fold = [&](const unsigned long long* r) {
+    for (int i = 0; i < Impl::wr_words; ++i) {
+      if (i == Impl::wr_peak_need || i == Impl::wr_spill_peak) {
+        if (r[i] > sum[i]) sum[i] = r[i];
+      } else if (i < Impl::wr_pending_bucket) {
+        sum[i] += r[i];
+      }
+    }
+    if (r[Impl::wr_pending_bucket] != 0) {  // an entry its slot had not added yet
+      const std::size_t b = static_cast<std::size_t>(r[Impl::wr_pending_bucket] - 1);
+      hist[2 * b] += r[Impl::wr_pending_count];
+      if (r[Impl::wr_pending_max] > hist[2 * b + 1]) hist[2 * b + 1] = r[Impl::wr_pending_max];
+    }
+  };
+  for (std::size_t s = 0; s < slots_; ++s) fold(rec.data() + s * Impl::wr_words);
 
   WorkspaceReport r;
-  r.takes = h[Impl::wc_takes];
-  r.spills = h[Impl::wc_spills];
-  r.spill_bytes = h[Impl::wc_spill_bytes];
-  r.failed_takes = h[Impl::wc_failed];
-  r.peak_slot_bytes = h[Impl::wc_peak_need];
-  r.arenas = h[Impl::wc_arenas];
+  r.takes = sum[Impl::wr_takes];
+  r.spills = sum[Impl::wr_spills];
+  r.spill_bytes = sum[Impl::wr_spill_bytes];
+  r.failed_takes = sum[Impl::wr_failed];
+  r.peak_slot_bytes = sum[Impl::wr_peak_need];
+  r.fallbacks = sum[Impl::wr_fallbacks];
+  r.fallback_bytes = sum[Impl::wr_fallback_bytes];
+  r.overruns = sum[Impl::wr_overruns];
+  r.checked = guard_ != 0;
+  r.arenas = sum[Impl::wr_arenas];
   r.slots = slots_;
   r.slot_bytes = slot_bytes_;
   r.spill_lanes = lanes_;
   r.lane_bytes = lane_bytes();
-  r.spill_peak = h[Impl::wc_spill_peak];
-  r.spilling_arenas = h[Impl::wc_spilling];
-  r.lane_waits = h[Impl::wc_lane_waits];
-  r.lanes_missed = h[Impl::wc_no_lane];
-  r.unslotted_arenas = h[Impl::wc_unslotted];
+  r.spill_peak = sum[Impl::wr_spill_peak];
+  r.spilling_arenas = sum[Impl::wr_spilling];
+  r.lanes_missed = sum[Impl::wr_missed];
+  r.unslotted_arenas = sum[Impl::wr_unslotted];
 
-  Impl::WorkspaceLearning& rec = *learning_;
-  ++rec.rounds;
+  Impl::WorkspaceLearning& learning = *learning_;
+  ++learning.rounds;
   if (r.arenas != 0) {
-    // For a slot size c, the arenas whose need is above c spill; each holds a lane alone while
-    // it spills, and an arena that finds no free lane waits for one. A lane must hold the most
-    // one arena spills: at the slot size of this run that was measured (spill_peak, failed
-    // takes included); at another, it is bounded by the largest need above c (a take that does
-    // not fit the rest of its slot goes whole to the lane). The lanes are as many as arenas
-    // above c would spill at once if they were spread evenly over the run: about
-    // (arenas above c) x slots / arenas, at least one. The slot size is the need, outgrown by at
-    // most one arena in 256, that makes slots x c + lanes x lane the smallest; ties go to the
-    // larger slot (fewer spills). Sizes
-    // depend on the needs alone, never on the schedule, so the rerun of the same needs fits.
-    std::size_t largest = 0;  // the largest need above the candidate (walked from the top)
-    std::vector<std::size_t> largest_above(Impl::workspace_buckets + 1, 0);
-    std::vector<std::size_t> count_above(Impl::workspace_buckets + 1, 0);
-    for (int b = Impl::workspace_buckets - 1; b >= 0; --b) {
-      count_above[b] = count_above[b + 1] + hist[2 * b];
-      if (hist[2 * b] != 0 && hist[2 * b + 1] > largest) largest = hist[2 * b + 1];
-      largest_above[b] = largest;
+    // What the arenas needed, and, at this round's slot size, what those that outgrew it asked
+    // of a lane (measured, failed and fallback takes included).
+    Impl::WorkspaceNeeds needs = Impl::needs_from_histogram(hist.data(), r.arenas);
+    needs.measured_slot = slot_bytes_;
+    for (const Impl::NeedLevel& level : needs.levels) {
+      if (level.bytes > slot_bytes_) needs.measured_above += level.arenas;
     }
-    struct Choice {
-      long double cost = -1;
-      std::size_t slot = 0, lanes = 0, lane = 0;
-    } best;
-    // Spills are for rare needs: a slot size that more than one arena in 256 outgrows is not
-    // a candidate (its spills would queue for the lanes).
-    const std::size_t rare = r.arenas / 256 > 1 ? r.arenas / 256 : 1;
-    const auto consider = [&](std::size_t c, std::size_t above, std::size_t lane) {
-      if (above > rare) return;
-      std::size_t lanes = 0;
-      if (above != 0) {
-        const long double even = static_cast<long double>(above) * slots_ / r.arenas;
-        lanes = static_cast<std::size_t>(even);
-        if (static_cast<long double>(lanes) < even) ++lanes;
-        if (lanes < 1) lanes = 1;
-        if (lanes > above) lanes = above;
-        if (lanes > slots_) lanes = slots_;
-      } else {
-        lane = 0;
-      }
-      const long double cost =
-          static_cast<long double>(slots_) * c + static_cast<long double>(lanes) * lane;
-      if (best.cost < 0 || cost < best.cost || (cost == best.cost && c > best.slot)) {
-        best.cost = cost;
-        best.slot = c;
-        best.lanes = lanes;
-        best.lane = lane;
-      }
-    };
-    for (int b = 0; b < Impl::workspace_buckets; ++b) {
-      if (hist[2 * b] == 0) continue;
-      const std::size_t c = hist[2 * b + 1];  // every need up to this bucket fits
-      if (c == slot_bytes_) continue;         // measured: considered below
-      consider(c, count_above[b + 1], largest_above[b + 1]);
-    }
-    std::size_t above_slot = 0;  // arenas whose need did not fit this run's slot
-    for (int b = 0; b < Impl::workspace_buckets; ++b) {
-      if (hist[2 * b + 1] > slot_bytes_) above_slot += hist[2 * b];
-    }
-    consider(slot_bytes_, above_slot, r.spill_peak);
-    rec.learned = true;
-    rec.slot_bytes = best.slot;
-    rec.lanes = best.lanes;
-    rec.lane_bytes = (best.lane + unit_ - 1) / unit_ * unit_;
+    needs.measured_lane = r.spill_peak;
+    learning.needs = std::move(needs);
+    learning.learned = true;
   }
-  r.next_slot_bytes = rec.learned ? rec.slot_bytes : slot_bytes_;
-  r.next_spill_lanes = rec.learned ? rec.lanes : lanes_;
-  r.next_lane_bytes = rec.learned ? rec.lane_bytes : lane_bytes();
+  if (learning.learned) {
+    const Impl::WorkspaceSizes next =
+        Impl::workspace_sizes(learning.needs, slots_, static_cast<std::size_t>(unit_));
+    r.next_slot_bytes = next.slot_bytes;
+    r.next_spill_lanes = next.lanes;
+    r.next_lane_bytes = next.lane_bytes;
+    r.next_miss_probability = next.miss_probability;
+  } else {
+    r.next_slot_bytes = slot_bytes_;
+    r.next_spill_lanes = lanes_;
+    r.next_lane_bytes = lane_bytes();
+  }
   return r;
 }
 

@@ -1,0 +1,175 @@
+#ifndef KBUF_IMPL_WORKSPACE_SIZING_HPP
+#define KBUF_IMPL_WORKSPACE_SIZING_HPP
+
+/// @file
+/// How a workspace is sized from what its kernels needed: the slot count for a policy (teams or
+/// threads in flight), and the slot size, number of spill lanes and lane size that hold the
+/// fewest bytes for those slots. Host-only and free of Kokkos, so that a test can check the
+/// figures of a machine it does not run on (an H200's slots, its two thousand teams in flight).
+/// Not part of the API.
+
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+namespace kbuf {
+namespace Impl {
+
+/// Teams of a `TeamPolicy` that can be in flight at once, hence the slots of a per_team
+/// workspace: the threads the execution space runs at once (`concurrency`) over the threads of
+/// one team, at most the teams the device keeps resident (`resident_limit`, 0 for no such
+/// limit) and at most the league.
+/// - `team_size` <= 0 is `Kokkos::AUTO`, which Kokkos resolves only at launch: counted as the
+///   smallest team (one thread), so that the slots are never fewer than the teams in flight;
+///   on a GPU `resident_limit` then bounds them.
+/// - `vector_length` counts on a GPU (a team is team_size x vector_length threads of a block);
+///   the host backends run vector lanes as loops of one thread: pass 1 there.
+inline std::size_t team_slots(long long concurrency, long long team_size, long long vector_length,
+                              long long league, long long resident_limit) noexcept {
+  if (league <= 0) return 0;
+  const long long team = team_size > 0 ? team_size : 1;
+  const long long vector = vector_length > 0 ? vector_length : 1;
+  const long long threads = team * vector;
+  long long slots = concurrency > 0 ? (concurrency + threads - 1) / threads : 1;
+  if (resident_limit > 0 && slots > resident_limit) slots = resident_limit;
+  if (slots > league) slots = league;
+  if (slots < 1) slots = 1;
+  return static_cast<std::size_t>(slots);
+}
+
+/// Threads that can hold a per_thread arena at once, hence the slots of a per_thread
+/// workspace: the `UniqueToken` size of the execution space (`token_size`, its concurrency), at
+/// most the threads the policy can use (`policy_threads`, its iterations; 0 when unknown).
+inline std::size_t thread_slots(long long token_size, long long policy_threads) noexcept {
+  long long slots = token_size > 0 ? token_size : 1;
+  if (policy_threads > 0 && slots > policy_threads) slots = policy_threads;
+  return static_cast<std::size_t>(slots);
+}
+
+/// A level of need: `arenas` arenas each needed at most `bytes` (the largest of a histogram
+/// bucket).
+struct NeedLevel {
+  std::size_t bytes = 0;
+  std::size_t arenas = 0;
+};
+
+/// What one round's arenas needed: the levels in increasing order of bytes, and what was
+/// measured at the round's own slot size (what the arenas that outgrew it asked of a lane).
+struct WorkspaceNeeds {
+  std::vector<NeedLevel> levels;
+  std::size_t arenas = 0;             ///< all of them
+  std::size_t measured_slot = 0;      ///< the round's slot size
+  std::size_t measured_above = 0;     ///< arenas whose need did not fit it
+  std::size_t measured_lane = 0;      ///< the most one of them asked of its lane at once
+};
+
+/// Slot and spill sizes for a number of slots, and what they hold.
+struct WorkspaceSizes {
+  std::size_t slot_bytes = 0;
+  std::size_t lanes = 0;
+  std::size_t lane_bytes = 0;
+  double miss_probability = 0;  ///< that a spilling arena finds every lane taken
+  double expected_misses = 0;   ///< arenas per round that find every lane taken (they fall back)
+  long double bytes = 0;        ///< slots x slot_bytes + lanes x lane_bytes
+};
+
+/// The most often a spilling arena may find every lane taken: it is then served by fallback
+/// allocations, which cost far more than a lane (a device-side malloc on a GPU).
+inline constexpr double lane_miss_target = 0.01;
+
+/// P(X >= k) for X ~ Binomial(n, p), summed in log space so that no term underflows for the
+/// slot counts of a GPU (thousands) and frequent needs.
+inline double binomial_tail(std::size_t n, double p, std::size_t k) noexcept {
+  if (k == 0) return 1.0;
+  if (k > n || p <= 0.0) return 0.0;
+  if (p >= 1.0) return 1.0;
+  // log P(X = j) by the recurrence P(j+1) = P(j) (n - j) / (j + 1) p / (1 - p); the CDF below k
+  // accumulated as log-sum-exp.
+  const double lq = std::log1p(-p);
+  const double lratio = std::log(p) - lq;
+  double lpmf = static_cast<double>(n) * lq;  // P(X = 0)
+  double lcdf = lpmf;
+  for (std::size_t j = 0; j + 1 < k; ++j) {
+    lpmf += std::log(static_cast<double>(n - j) / static_cast<double>(j + 1)) + lratio;
+    const double hi = lcdf > lpmf ? lcdf : lpmf;
+    const double lo = lcdf > lpmf ? lpmf : lcdf;
+    lcdf = hi + std::log1p(std::exp(lo - hi));
+  }
+  const double cdf = std::exp(lcdf);
+  return cdf >= 1.0 ? 0.0 : 1.0 - cdf;
+}
+
+/// The lanes for `above` spilling arenas out of `arenas`, with `slots` arenas in flight at once:
+/// the fewest for which a spilling arena finds every lane taken (the other slots' arenas
+/// spilling at once, each with the frequency seen) at most `lane_miss_target` of the time;
+/// never more than the spilling arenas or the slots. `miss` receives that probability.
+inline std::size_t spill_lanes(std::size_t above, std::size_t arenas, std::size_t slots,
+                               double* miss) noexcept {
+  *miss = 0;
+  if (above == 0 || slots == 0) return 0;
+  const std::size_t cap = above < slots ? above : slots;
+  const double p = static_cast<double>(above) / static_cast<double>(arenas);
+  for (std::size_t lanes = 1; lanes <= cap; ++lanes) {
+    // With as many lanes as spilling arenas exist (or slots), none can find them all taken.
+    const double m = lanes == cap ? 0.0 : binomial_tail(slots - 1, p, lanes);
+    if (m <= lane_miss_target) {
+      *miss = m;
+      return lanes;
+    }
+  }
+  return cap;
+}
+
+/// The sizes that hold the fewest bytes for `slots` slots, given what one round needed: for each
+/// candidate slot size (a level of need: every need up to it fits), the arenas above it spill,
+/// into lanes as many as `spill_lanes` says, each as large as the most one of them can spill —
+/// the largest need above the candidate, or, at the round's own slot size, what was measured.
+/// The candidate of the largest need (no lanes) is fixed slots, so the choice never holds more
+/// than those. Ties go to the larger slot (fewer spills). `unit` rounds every size.
+inline WorkspaceSizes workspace_sizes(const WorkspaceNeeds& needs, std::size_t slots,
+                                      std::size_t unit) {
+  WorkspaceSizes best;
+  if (needs.arenas == 0 || needs.levels.empty()) return best;
+  const auto round = [unit](std::size_t b) { return (b + unit - 1) / unit * unit; };
+  const std::size_t nlevels = needs.levels.size();
+  // Arenas above each level, and the largest need above it.
+  std::vector<std::size_t> above(nlevels, 0), largest(nlevels, 0);
+  for (std::size_t i = nlevels - 1; i-- > 0;) {
+    above[i] = above[i + 1] + needs.levels[i + 1].arenas;
+    const std::size_t next = needs.levels[i + 1].bytes;
+    largest[i] = largest[i + 1] > next ? largest[i + 1] : next;
+  }
+  bool chosen = false;
+  const auto consider = [&](std::size_t slot, std::size_t n_above, std::size_t lane) {
+    WorkspaceSizes s;
+    s.slot_bytes = round(slot);
+    double miss = 0;
+    s.lanes = spill_lanes(n_above, needs.arenas, slots, &miss);
+    s.lane_bytes = s.lanes != 0 ? round(lane) : 0;
+    s.miss_probability = miss;
+    s.expected_misses = miss * static_cast<double>(n_above);
+    s.bytes = static_cast<long double>(slots) * s.slot_bytes +
+              static_cast<long double>(s.lanes) * s.lane_bytes;
+    if (!chosen || s.bytes < best.bytes ||
+        (s.bytes == best.bytes && s.slot_bytes > best.slot_bytes)) {
+      best = s;
+      chosen = true;
+    }
+  };
+  for (std::size_t i = 0; i < nlevels; ++i) {
+    if (needs.measured_slot != 0 && round(needs.levels[i].bytes) == round(needs.measured_slot)) {
+      continue;  // measured: considered below
+    }
+    consider(needs.levels[i].bytes, above[i], largest[i]);
+  }
+  if (needs.measured_slot != 0) {
+    consider(needs.measured_slot, needs.measured_above,
+             needs.measured_above != 0 ? needs.measured_lane : 0);
+  }
+  return best;
+}
+
+}  // namespace Impl
+}  // namespace kbuf
+
+#endif  // KBUF_IMPL_WORKSPACE_SIZING_HPP
