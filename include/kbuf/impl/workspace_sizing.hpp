@@ -57,10 +57,10 @@ struct NeedLevel {
 /// measured at the round's own slot size (what the arenas that outgrew it asked of a lane).
 struct WorkspaceNeeds {
   std::vector<NeedLevel> levels;
-  std::size_t arenas = 0;             ///< all of them
-  std::size_t measured_slot = 0;      ///< the round's slot size
-  std::size_t measured_above = 0;     ///< arenas whose need did not fit it
-  std::size_t measured_lane = 0;      ///< the most one of them asked of its lane at once
+  std::size_t arenas = 0;          ///< all of them
+  std::size_t measured_slot = 0;   ///< the round's slot size
+  std::size_t measured_above = 0;  ///< arenas whose need did not fit it
+  std::size_t measured_lane = 0;   ///< the most one of them asked of its lane at once
 };
 
 /// Slot and spill sizes for a number of slots, and what they hold.
