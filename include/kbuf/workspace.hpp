@@ -96,7 +96,9 @@ struct WorkspaceReport {
   /// Takes whose guard zone was written: an overrun past the end of the take (check mode only:
   /// pass-through mode or `KBUF_ENABLE_DEBUG`; 0 otherwise).
   std::size_t overruns = 0;
-  bool checked = false;  ///< whether the takes carried guard zones (check mode)
+  bool checked = false;                 ///< whether the takes carried guard zones (check mode)
+  std::size_t first_overrun_take = 0;   ///< the first overrun found: the take's index in its arena
+  std::size_t first_overrun_bytes = 0;  ///< and the bytes written past its end (at most the zone)
 
   std::size_t arenas = 0;            ///< arenas that ended (teams, or token holders)
   std::size_t slots = 0;             ///< slots of the workspace
@@ -418,9 +420,7 @@ class Workspace {
         unsigned long long overruns = 0;
         if (a.guard_ != 0) {
           const Impl::GuardFindings f = Impl::guard_check(a.checks_, to.checks, a.unit_);
-#if KBUF_ENABLE_DEBUG
-          Impl::guard_report(a.header_, f, a.guard_);
-#endif
+          Impl::guard_report(a.header_, f, a.guard_, KBUF_ENABLE_DEBUG != 0);
           overruns = f.overruns;
         }
         Impl::fallback_release(a.fallbacks_, to.fallbacks);

@@ -1,10 +1,12 @@
 // kbuf::Workspace's misuse inside a kernel, with debug checks (KBUF_ENABLE_DEBUG=1): a take after
 // its arena ended, a frame ended out of LIFO order, a token past the slots. Each aborts with a
-// message; the correct uses beside them do not.
+// message; the correct uses beside them do not. And check mode, which debug builds turn on: the
+// first write past a take is printed with the workspace's label, the take's index and the bytes.
 #include <doctest/doctest.h>
 
 #include "reliability_support.hpp"
 
+#include <cstdio>
 #include <new>
 #include <string>
 #include <type_traits>
@@ -56,6 +58,24 @@ struct Body {
       inner->~Frame();
       outer->~Frame();
     }
+  }
+};
+
+// Takes three arrays of `n` doubles and writes `past` doubles beyond the second (take 1).
+struct Overrun {
+  WS ws;
+  int n, past;
+  KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
+    auto arena = ws.arena(team);
+    auto a = arena.take<double*>(n);
+    auto b = arena.take<double*>(n);
+    auto c = arena.take<double*>(n);
+    double* pb = b.data();
+    Kokkos::single(Kokkos::PerTeam(team), [&]() {
+      for (int i = 0; i < n + past; ++i) pb[i] = 3.0;  // out of bounds by design
+    });
+    (void)a;
+    (void)c;
   }
 };
 
@@ -112,4 +132,29 @@ TEST_CASE("workspace debug: a token past the slots aborts") {
   CHECK(r.aborted());
   CHECK(r.says("the token is not below slots()"));
   INFO(r.output);
+}
+
+TEST_CASE("workspace debug: the first write past a take is printed with its label and size") {
+  if (!runs_in_child) return;
+  const ChildResult r = run_in_child([&] {
+    Alloc alloc(1 << 16);
+    const team_policy policy(alloc.execution_space_instance(), 3, 1);
+    auto scope = alloc.scope();
+    auto ws = alloc.workspace(policy, kbuf::per_team{8192}, "peer routine");
+    Kokkos::parallel_for("overrun", policy, Overrun{ws, 64, 5});
+    const kbuf::WorkspaceReport rep = ws.finish();
+    std::printf("overruns %zu checked %d\n", rep.overruns, rep.checked ? 1 : 0);
+  });
+  INFO(r.output);
+  CHECK(r.survived());
+  CHECK(
+      r.says("kbuf::Workspace 'peer routine': take 1 of an arena was written past its end: 40 "
+             "bytes"));
+  CHECK(r.says("overruns 3 checked 1"));  // one per team; printed once
+  std::size_t printed = 0;
+  for (std::size_t at = r.output.find("written past"); at != std::string::npos;
+       at = r.output.find("written past", at + 1)) {
+    ++printed;
+  }
+  CHECK(printed == 1);
 }

@@ -262,7 +262,7 @@ TEST_CASE(
       if (s.slot_bytes == common) CHECK(s.lane_bytes == large);
       if (slots == 2112 && every == 200) CHECK(s.bytes <= fixed / 10);
       if (slots == 2 && every == 200) CHECK(s.bytes <= 2 * common + large);
-      if (slots == 1) CHECK(s.bytes == fixed);  // one slot: a lane would only add to it
+      if (slots == 1) CHECK(s.bytes == fixed);        // one slot: a lane would only add to it
       if (slots == 2112) CHECK(s.bytes < fixed / 5);  // every frequency: lanes pay
     }
   }
@@ -373,19 +373,20 @@ TEST_CASE("workspace learning: an arena that finds the lane taken is counted onc
   CHECK(r.arenas == 2);
   CHECK(r.unslotted_arenas == 1);
   CHECK(r.spilling_arenas == 2);
-  CHECK(r.spills == 1);         // the outer arena's take, in the lane
-  CHECK(r.fallbacks == 3);      // the inner arena's three, each in its own frame
-  CHECK(r.lanes_missed == 1);   // one arena, not one per spill
+  CHECK(r.spills == 1);        // the outer arena's take, in the lane
+  CHECK(r.fallbacks == 3);     // the inner arena's three, each in its own frame
+  CHECK(r.lanes_missed == 1);  // one arena, not one per spill
   CHECK(r.complete());
 }
 
-TEST_CASE("workspace learning: a frame's end is the team's barrier, so a loop of frames needs none") {
+TEST_CASE(
+    "workspace learning: a frame's end is the team's barrier, so a loop of frames needs none") {
   Alloc alloc(1 << 16);
   const int n = 4096, iterations = 200;
   int team = 4;
   const team_policy probe(alloc.execution_space_instance(), 8, 1);
-  const int most = probe.team_size_max(FrameLoop{WS(), n, iterations, counts()},
-                                       Kokkos::ParallelForTag());
+  const int most =
+      probe.team_size_max(FrameLoop{WS(), n, iterations, counts()}, Kokkos::ParallelForTag());
   if (team > most) team = most;
   CAPTURE(team);
   const team_policy policy(alloc.execution_space_instance(), 8, team);

@@ -46,11 +46,14 @@ enum workspace_record : int {
 inline constexpr int workspace_buckets = 256;
 
 /// The header, in words: the shared record, the histogram (count and largest need per bucket),
-/// the flag of the first overrun message, and the label (for that message).
+/// the first overrun found (a flag, the take's index in its arena, the bytes written past it),
+/// and the label (for the message about it).
 inline constexpr int wh_shared = 0;
 inline constexpr int wh_hist = wr_words;
-inline constexpr int wh_printed = wh_hist + 2 * workspace_buckets;
-inline constexpr int wh_label = wh_printed + 1;
+inline constexpr int wh_first = wh_hist + 2 * workspace_buckets;
+inline constexpr int wh_first_index = wh_first + 1;
+inline constexpr int wh_first_past = wh_first + 2;
+inline constexpr int wh_label = wh_first + 3;
 inline constexpr int wh_label_words = 8;  // 63 characters and a terminating zero
 inline constexpr int wh_words = wh_label + wh_label_words;
 
@@ -319,11 +322,15 @@ KOKKOS_INLINE_FUNCTION GuardFindings guard_check(void* newest, void* until,
   return f;
 }
 
-/// Prints the first overrun of a workspace (debug builds), once: the header's flag decides.
+/// Records the first overrun of a workspace, once (the header's flag decides), and in debug
+/// builds prints it with the workspace's label.
 KOKKOS_INLINE_FUNCTION void guard_report(unsigned long long* header, const GuardFindings& f,
-                                         unsigned long long span) {
+                                         unsigned long long span, bool print) {
   if (f.overruns == 0) return;
-  if (atomic_cas(&header[wh_printed], 0ull, 1ull) != 0ull) return;
+  if (atomic_cas(&header[wh_first], 0ull, 1ull) != 0ull) return;
+  header[wh_first_index] = f.index;
+  header[wh_first_past] = f.past;
+  if (!print) return;
   const char* label = reinterpret_cast<const char*>(&header[wh_label]);
   if (f.past >= span) {
     printf(

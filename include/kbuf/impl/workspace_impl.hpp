@@ -439,6 +439,10 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
   r.fallback_bytes = sum[Impl::wr_fallback_bytes];
   r.overruns = sum[Impl::wr_overruns];
   r.checked = guard_ != 0;
+  if (h[Impl::wh_first] != 0) {
+    r.first_overrun_take = h[Impl::wh_first_index];
+    r.first_overrun_bytes = h[Impl::wh_first_past];
+  }
   r.arenas = sum[Impl::wr_arenas];
   r.slots = slots_;
   r.slot_bytes = slot_bytes_;
