@@ -246,6 +246,7 @@ class Workspace {
           unit_(ws.unit_),
           guard_(ws.guard_),
           slot_bytes_(slot >= 0 ? ws.slot_bytes_ : 0),
+          fast_bytes_(slot >= 0 && ws.guard_ == 0 ? ws.slot_bytes_ : 0),
           slot_mem_(slot >= 0 ? ws.slots_mem_ + static_cast<std::size_t>(slot) * ws.slot_bytes_
                               : nullptr),
           team_(team),
@@ -302,13 +303,21 @@ class Workspace {
     }
 
     // Memory for a take of `nbytes`: the slot, a lane, a fallback, or null (zero bytes; or
-    // failed, counted).
+    // failed, counted). The first branch is the hot path: a take that fits the rest of its slot
+    // (`fast_bytes_` is the slot's size, or 0 in check mode, where every take has a guard).
     KOKKOS_FUNCTION void* place(unsigned long long nbytes) {
       const unsigned long long index = takes_++;
       if (nbytes == 0) return nullptr;  // an empty view: nothing moves, not a failure
-      const unsigned long long data = (nbytes + unit_ - 1) / unit_ * unit_;
-      if (guard_ != 0) return place_checked(nbytes, data, index);
-      return find(data);
+      const unsigned long long n = (nbytes + unit_ - 1) & ~(unit_ - 1);  // unit: a power of 2
+      if (slot_top_ + n <= fast_bytes_) {
+        need_top_ += n;
+        if (need_top_ > need_peak_) need_peak_ = need_top_;
+        void* p = slot_mem_ + slot_top_;
+        slot_top_ += n;
+        return p;
+      }
+      if (guard_ != 0) return place_checked(nbytes, n, index);
+      return find(n);
     }
 
     // `n` bytes (a multiple of the unit): the slot if it has room, else a spill.
@@ -336,6 +345,7 @@ class Workspace {
         LaneClaim claim{this};
         lane_ = Impl::team_single<int>(team_, claim);
         if (lane_ < 0) missed_ = true;
+        ++events_;
       }
       if (lane_ >= 0 && spill_top_ + n <= lane_bytes_) {
         void* p = spill_ + static_cast<std::size_t>(lane_) * lane_bytes_ + spill_top_;
@@ -352,6 +362,7 @@ class Workspace {
         return nullptr;
       }
       fallbacks_ = p;
+      ++events_;  // the block carries the new count
       ++fallback_count_;
       fallback_bytes_ += n;
       return p;
@@ -363,9 +374,10 @@ class Workspace {
                                         unsigned long long index) {
       unsigned char* block = static_cast<unsigned char*>(find(unit_ + data + guard_));
       if (block == nullptr) return nullptr;
-      GuardWrite write{this, block, nbytes, index, data - nbytes + guard_};
+      GuardWrite write{this, block, nbytes, index, data - nbytes + guard_, events_ + 1};
       (void)Impl::team_single<int>(team_, write);
       checks_ = block;
+      ++events_;  // the block carries the new count
       return block + unit_;
     }
 
@@ -383,7 +395,7 @@ class Workspace {
       Arena* arena;
       unsigned long long n;
       KOKKOS_FUNCTION void* operator()() const {
-        return Impl::fallback_take(n, arena->unit_, arena->fallbacks_);
+        return Impl::fallback_take(n, arena->unit_, arena->fallbacks_, arena->events_ + 1);
       }
     };
 
@@ -391,26 +403,26 @@ class Workspace {
     struct GuardWrite {
       Arena* arena;
       unsigned char* block;
-      unsigned long long nbytes, index, span;
+      unsigned long long nbytes, index, span, stamp;
       KOKKOS_FUNCTION int operator()() const {
-        Impl::guard_write(block, arena->unit_, arena->checks_, nbytes, index, span);
+        Impl::guard_write(block, arena->unit_, arena->checks_, nbytes, index, span, stamp);
         return 0;
       }
     };
 
-    // What a frame restores.
+    // What a frame restores, and the arena's events when it began: a frame's end that sees
+    // none since (the common case: takes from the slot only) has nothing else to give back.
     struct Tops {
-      unsigned long long slot, need, spill, want;
-      void* fallbacks;
-      void* checks;
+      unsigned long long slot, need, spill, want, events;
     };
     KOKKOS_FUNCTION Tops tops() const {
-      return Tops{slot_top_, need_top_, spill_top_, spill_want_, fallbacks_, checks_};
+      return Tops{slot_top_, need_top_, spill_top_, spill_want_, events_};
     }
 
-    // Gives back what was taken after `t` (one thread of the team, after the barrier): checks
-    // the guard zones, frees the fallbacks, and gives the lane back once the arena holds no
-    // spilled take. Returns the overruns found.
+    // Gives back what was taken after `to` (one thread of the team, after the barrier): checks
+    // the guard zones and frees the fallbacks made since (their stamps are above its event
+    // count), and gives the lane back once the arena holds no spilled take. Returns the
+    // overruns found.
     struct Release {
       Arena* arena;
       Tops to;
@@ -419,11 +431,11 @@ class Workspace {
         Arena& a = *arena;
         unsigned long long overruns = 0;
         if (a.guard_ != 0) {
-          const Impl::GuardFindings f = Impl::guard_check(a.checks_, to.checks, a.unit_);
+          const Impl::GuardFindings f = Impl::guard_check(a.checks_, to.events, a.unit_);
           Impl::guard_report(a.header_, f, a.guard_, KBUF_ENABLE_DEBUG != 0);
           overruns = f.overruns;
         }
-        Impl::fallback_release(a.fallbacks_, to.fallbacks);
+        Impl::fallback_release(a.fallbacks_, to.events);
         if (a.lane_ >= 0 && (all || to.spill == 0)) Impl::release_slot(a.lane_flags_, a.lane_);
         return overruns;
       }
@@ -437,14 +449,20 @@ class Workspace {
       }
       --depth_;
       check_team();
-      // The frame's end is the team's barrier: what follows may hand its memory out again.
-      Impl::team_barrier(team_);
-      if (fallbacks_ != t.fallbacks || checks_ != t.checks || (lane_ >= 0 && t.spill == 0)) {
+      if (events_ != t.events) {  // a lane claimed, a fallback or a checked take since
+        // What is left of the chains, found by each thread before one of them frees the rest
+        // (the blocks made since the frame began carry stamps above its event count).
+        void* fallbacks = Impl::fallback_left(fallbacks_, t.events);
+        void* checks = guard_ != 0 ? Impl::guard_left(checks_, t.events) : checks_;
+        Impl::team_barrier(team_);
         Release release{this, t, false};
         overruns_ += Impl::team_single<unsigned long long>(team_, release);
-        fallbacks_ = t.fallbacks;
-        checks_ = t.checks;
+        fallbacks_ = fallbacks;
+        checks_ = checks;
         if (t.spill == 0) lane_ = -1;
+      } else {
+        // The frame's end is the team's barrier: what follows may hand its memory out again.
+        Impl::team_barrier(team_);
       }
       slot_top_ = t.slot;
       need_top_ = t.need;
@@ -457,7 +475,7 @@ class Workspace {
       Arena* arena;
       KOKKOS_FUNCTION int operator()() const {
         Arena& a = *arena;
-        Release release{arena, Tops{0, 0, 0, 0, nullptr, nullptr}, true};
+        Release release{arena, Tops{0, 0, 0, 0, 0}, true};
         const unsigned long long overruns = a.overruns_ + release();
         unsigned long long* r = a.record_;
         const bool shared = a.shared_;
@@ -536,6 +554,7 @@ class Workspace {
     unsigned long long unit_;
     unsigned long long guard_;  // bytes of guard zone after each take; 0: no check mode
     unsigned long long slot_bytes_;
+    unsigned long long fast_bytes_;  // the slot's bytes the hot path serves (0 in check mode)
     unsigned char* slot_mem_;
     Impl::TeamHandle team_;
     int slot_;
@@ -554,8 +573,9 @@ class Workspace {
     unsigned long long spill_top_ = 0;   // in the lane
     unsigned long long spill_want_ = 0;  // spilled, whatever served it
     unsigned long long spill_peak_ = 0;
-    void* fallbacks_ = nullptr;  // the newest fallback block (a chain)
-    void* checks_ = nullptr;     // the newest checked take's block (a chain)
+    void* fallbacks_ = nullptr;      // the newest fallback block (a chain)
+    void* checks_ = nullptr;         // the newest checked take's block (a chain)
+    unsigned long long events_ = 0;  // lane claims, fallbacks and checked takes so far
     unsigned long long takes_ = 0;
     unsigned long long spills_ = 0;
     unsigned long long spill_bytes_ = 0;

@@ -121,8 +121,8 @@ std::size_t slots_for(Alloc& alloc, const team_policy& policy) {
 // The team sizes and vector lengths this backend allows, among those a GPU run uses.
 std::vector<std::pair<int, int>> shapes(const Alloc& alloc) {
   const team_policy probe(alloc.execution_space_instance(), 1, 1);
-  const int most_team = probe.team_size_max(
-      Fill{WS(), 1, 1, 1, 1, counts(), counts()}, Kokkos::ParallelForTag());
+  const int most_team =
+      probe.team_size_max(Fill{WS(), 1, 1, 1, 1, counts(), counts()}, Kokkos::ParallelForTag());
   const int most_vector = team_policy::vector_length_max();
   std::vector<std::pair<int, int>> out;
   for (const int team : {1, 32, 128}) {
@@ -206,7 +206,7 @@ TEST_CASE("workspace device: one lane, many spilling teams: the rest fall back, 
   CHECK(r.complete());
   CHECK(r.spilling_arenas == static_cast<std::size_t>(league));
   CHECK(r.spills + r.fallbacks == static_cast<std::size_t>(2 * league));
-  CHECK(r.spills >= 2);  // the lane served some
+  CHECK(r.spills >= 2);                             // the lane served some
   if (ws.slots() == 1) CHECK(r.lanes_missed == 0);  // one team at a time: never taken
 }
 

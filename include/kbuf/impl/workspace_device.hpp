@@ -239,26 +239,38 @@ KOKKOS_INLINE_FUNCTION void record_need(unsigned long long* r, unsigned long lon
 
 /// Fallback allocations inside kernels: the heap of the device (`malloc` in device code: CUDA's
 /// and HIP's device heap) or of the host. A block is `bytes` aligned to `unit` (a power of two,
-/// at least 16), with two words in front of it: the address `malloc` returned, and the block
-/// before it in its arena's chain (so that a frame frees what followed it without a list of
-/// its own). Null when the heap is out of memory.
+/// at least 32), with three words in front of it: the address `malloc` returned, the block
+/// before it in its arena's chain, and the arena's event count when it was made (`stamp`), so
+/// that a frame frees the blocks made after it began without keeping a list of its own. Null
+/// when the heap is out of memory.
 KOKKOS_INLINE_FUNCTION void* fallback_take(unsigned long long bytes, unsigned long long unit,
-                                           void* previous) {
-  const unsigned long long room = bytes + unit + 2 * sizeof(void*);
+                                           void* previous, unsigned long long stamp) {
+  const unsigned long long room = bytes + unit + 3 * sizeof(void*);
   if (room < bytes) return nullptr;
   void* raw = ::malloc(static_cast<std::size_t>(room));
   if (raw == nullptr) return nullptr;
-  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(raw) + 2 * sizeof(void*);
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(raw) + 3 * sizeof(void*);
   const std::uintptr_t q = (first + unit - 1) / unit * unit;
   void** words = reinterpret_cast<void**>(q);
   words[-1] = raw;
   words[-2] = previous;
+  reinterpret_cast<unsigned long long*>(q)[-3] = stamp;
   return reinterpret_cast<void*>(q);
 }
 
-/// Frees the fallback blocks from `newest` back to (not including) `until`.
-KOKKOS_INLINE_FUNCTION void fallback_release(void* newest, void* until) {
-  while (newest != until && newest != nullptr) {
+/// The newest fallback block of a chain whose stamp is not above `floor` (null for none): what
+/// is left once the blocks made after that count are freed.
+KOKKOS_INLINE_FUNCTION void* fallback_left(void* newest, unsigned long long floor) {
+  while (newest != nullptr && reinterpret_cast<unsigned long long*>(newest)[-3] > floor) {
+    newest = static_cast<void**>(newest)[-2];
+  }
+  return newest;
+}
+
+/// Frees the fallback blocks of a chain from `newest` back, while their stamp is above `floor`
+/// (all of them for a floor of 0).
+KOKKOS_INLINE_FUNCTION void fallback_release(void* newest, unsigned long long floor) {
+  while (newest != nullptr && reinterpret_cast<unsigned long long*>(newest)[-3] > floor) {
     void** words = static_cast<void**>(newest);
     void* before = words[-2];
     ::free(words[-1]);
@@ -268,9 +280,10 @@ KOKKOS_INLINE_FUNCTION void fallback_release(void* newest, void* until) {
 
 /// Check mode: a checked take is a block `[meta (one unit) | data | guard zone]`. The meta
 /// holds the previous checked take's block (a chain, as for fallbacks), the take's size, its
-/// index in its arena and the length of the guard zone, which starts where the data ends and
-/// holds `guard_byte(i)` at its i-th byte until an overrun writes there.
-enum workspace_meta : int { wm_previous, wm_nbytes, wm_index, wm_span, wm_words };
+/// index in its arena, the length of the guard zone, which starts where the data ends and
+/// holds `guard_byte(i)` at its i-th byte until an overrun writes there, and its stamp (as a
+/// fallback's).
+enum workspace_meta : int { wm_previous, wm_nbytes, wm_index, wm_span, wm_stamp, wm_words };
 
 KOKKOS_INLINE_FUNCTION unsigned char guard_byte(unsigned long long i) {
   return static_cast<unsigned char>(0xA5u ^ static_cast<unsigned>((i * 0x3Bu) & 0xFFu));
@@ -279,9 +292,11 @@ KOKKOS_INLINE_FUNCTION unsigned char guard_byte(unsigned long long i) {
 /// Writes the meta and the guard zone of a checked take whose block is at `block`.
 KOKKOS_INLINE_FUNCTION void guard_write(unsigned char* block, unsigned long long unit,
                                         void* previous, unsigned long long nbytes,
-                                        unsigned long long index, unsigned long long span) {
+                                        unsigned long long index, unsigned long long span,
+                                        unsigned long long stamp) {
   unsigned long long* meta = reinterpret_cast<unsigned long long*>(block);
   meta[wm_previous] = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(previous));
+  meta[wm_stamp] = stamp;
   meta[wm_nbytes] = nbytes;
   meta[wm_index] = index;
   meta[wm_span] = span;
@@ -297,11 +312,22 @@ struct GuardFindings {
   unsigned long long past = 0;
 };
 
-/// Checks the checked takes from `newest` back to (not including) `until`.
-KOKKOS_INLINE_FUNCTION GuardFindings guard_check(void* newest, void* until,
+/// The newest checked take's block of a chain whose stamp is not above `floor` (null for none).
+KOKKOS_INLINE_FUNCTION void* guard_left(void* newest, unsigned long long floor) {
+  while (newest != nullptr &&
+         reinterpret_cast<const unsigned long long*>(newest)[wm_stamp] > floor) {
+    newest = reinterpret_cast<void*>(static_cast<std::uintptr_t>(
+        reinterpret_cast<const unsigned long long*>(newest)[wm_previous]));
+  }
+  return newest;
+}
+
+/// Checks the checked takes of a chain from `newest` back, while their stamp is above `floor`.
+KOKKOS_INLINE_FUNCTION GuardFindings guard_check(void* newest, unsigned long long floor,
                                                  unsigned long long unit) {
   GuardFindings f;
-  while (newest != until && newest != nullptr) {
+  while (newest != nullptr &&
+         reinterpret_cast<const unsigned long long*>(newest)[wm_stamp] > floor) {
     unsigned char* block = static_cast<unsigned char*>(newest);
     const unsigned long long* meta = reinterpret_cast<const unsigned long long*>(block);
     const unsigned char* guard = block + unit + meta[wm_nbytes];
