@@ -145,7 +145,9 @@ TEST_CASE(
     "workspace device: leagues of sixteen times the slots, every team's takes filled by its "
     "threads and lanes, one holder per slot") {
   Alloc alloc(1 << 20);
-  for (const auto& [team, vector] : shapes(alloc)) {
+  for (const auto& shape : shapes(alloc)) {
+    const int team = shape.first;
+    const int vector = shape.second;
     CAPTURE(team);
     CAPTURE(vector);
     const team_policy sizing(alloc.execution_space_instance(), 1 << 20, team, vector);
