@@ -132,15 +132,14 @@ bool print_table(const char* title, const char* const* methods,
   for (const StrategyResult& r : rows) {
     if (r.name == "fixed slots" && r.ran) slots = &r;
   }
-  std::printf("  %-16s %10s %7s %12s %7s %6s %6s %10s %10s  %s\n", "strategy", "ms/batch",
-              "/slots", "bytes held", "/slots", "rounds", "failed", "vs LAPACK", "vs exact",
-              "notes");
+  std::printf("  %-16s %10s %7s %12s %7s %6s %6s %10s %10s  %s\n", "strategy", "ms/batch", "/slots",
+              "bytes held", "/slots", "rounds", "failed", "vs LAPACK", "vs exact", "notes");
   bool good = true;
   for (const StrategyResult& r : rows) {
     const double bytes_ratio = slots ? double(r.bytes) / double(slots->bytes) : 0.0;
     if (!r.ran) {
-      std::printf("  %-16s %10s %7s %12zu %7.3f %6s %6s %10s %10s  %s\n", r.name.c_str(), "-",
-                  "-", r.bytes, bytes_ratio, "-", "-", "-", "-", r.note.c_str());
+      std::printf("  %-16s %10s %7s %12zu %7.3f %6s %6s %10s %10s  %s\n", r.name.c_str(), "-", "-",
+                  r.bytes, bytes_ratio, "-", "-", "-", "-", r.note.c_str());
       continue;
     }
     kbuf_batched::Errors worst;
@@ -186,7 +185,8 @@ int run(const Options& o) {
     if (!(bound <= worst_bound)) worst_bound = bound;
   }
   std::printf(
-      "conditioning: largest kappa(W^1/2 P) %.1f; the tolerance %.0e bounds 10 sqrt(m n) eps kappa^2 <= "
+      "conditioning: largest kappa(W^1/2 P) %.1f; the tolerance %.0e bounds 10 sqrt(m n) eps "
+      "kappa^2 <= "
       "%.1e\n",
       ref.max_kappa, kbuf_batched::tolerance, worst_bound);
   bool good = true;
@@ -200,8 +200,8 @@ int run(const Options& o) {
     rows.push_back(runner.team_workspace(o.run));
     rows.push_back(runner.team_scratch(o.run));
     rows.push_back(runner.team_slots(o.run));
-    good = print_table("per team (TeamPolicy, an entry per team)", kbuf_batched::team_methods,
-                       rows, b, ref) &&
+    good = print_table("per team (TeamPolicy, an entry per team)", kbuf_batched::team_methods, rows,
+                       b, ref) &&
            good;
   }
   if (o.thread) {

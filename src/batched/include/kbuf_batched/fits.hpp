@@ -120,8 +120,8 @@ inline std::size_t team_need_bytes(int m, int n) {
   const std::size_t common = d(M, N) + d(M) + d(M, R);  // P, sqrt(w), F
   const std::size_t qr = d(M, static_cast<std::size_t>(qr_columns(m, n))) +
                          d(static_cast<std::size_t>(qr_tau(m, n))) + d(N) + d(M, R);
-  const std::size_t utv = d(M, N) + d(M, N) + d(N, N) + round_up(sizeof(int) * N) + d(3 * M) +
-                          d(M, R) + d(N, R);
+  const std::size_t utv =
+      d(M, N) + d(M, N) + d(N, N) + round_up(sizeof(int) * N) + d(3 * M) + d(M, R) + d(N, R);
   const std::size_t lu = d(N, N) + d(N, R) + d(N, R) + std::max(d(M, N) + d(M, R), d(N * N));
   return common + std::max(qr, std::max(utv, lu));
 }
@@ -135,7 +135,7 @@ inline std::size_t thread_need_bytes(int m, int n) {
   const std::size_t svd =
       d(M, N) + d(M, M) + d(N) + d(N, N) + d(std::max(M, N)) + d(M, R) + d(N, R);
   const std::size_t gesv =
-      d(N, N) + d(N, R) + d(N, R) + std::max(d(M, N) + d(M, R), d(N, N + 4));
+      d(N, N) + d(N, R) + d(N, R) + std::max(d(M, N) + d(M, R), d(N, N) + d(N, N + 4));
   return common + std::max(qr, std::max(svd, gesv));
 }
 
@@ -166,8 +166,8 @@ struct DeviceBatch {
   static Kokkos::View<T*, Space> copy(const std::vector<T>& v, const char* label) {
     Kokkos::View<T*, Space> d(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
                               v.size());
-    Kokkos::deep_copy(d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                             v.data(), v.size()));
+    Kokkos::deep_copy(
+        d, Kokkos::View<const T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(v.data(), v.size()));
     return d;
   }
 };
@@ -199,9 +199,9 @@ struct BumpTakes {
       : base(static_cast<unsigned char*>(memory)), capacity(memory != nullptr ? bytes : 0) {}
 
   template <class DataType, class... Extents>
-  KOKKOS_INLINE_FUNCTION Kokkos::View<DataType, Kokkos::LayoutLeft, ViewSpace,
-                                      Kokkos::MemoryUnmanaged>
-  take(Extents... extents) {
+  KOKKOS_INLINE_FUNCTION
+      Kokkos::View<DataType, Kokkos::LayoutLeft, ViewSpace, Kokkos::MemoryUnmanaged>
+      take(Extents... extents) {
     using V = Kokkos::View<DataType, Kokkos::LayoutLeft, ViewSpace, Kokkos::MemoryUnmanaged>;
     using T = typename V::value_type;
     std::size_t bytes = sizeof(T);
@@ -364,8 +364,8 @@ struct TeamFit : FitCommon<Space> {
     team.team_barrier();
     // The rank-2 form for B and X: the rank-1 form takes A's row count for both of U's
     // dimensions (it is written for square A).
-    KB::TeamVectorSolveUTV<Member, KB::Algo::UTV::Unblocked>::invoke(team, rank, U, A, V, p, X,
-                                                                     B, w);
+    KB::TeamVectorSolveUTV<Member, KB::Algo::UTV::Unblocked>::invoke(team, rank, U, A, V, p, X, B,
+                                                                     w);
     team.team_barrier();
     store(team, X, n, at, 1);
     return true;
@@ -533,8 +533,8 @@ struct ThreadFit : FitCommon<Space> {
     for (int c = 0; c < rhs_count; ++c) {
       KB::SerialTrsv<KB::Uplo::Upper, KB::Trans::NoTranspose, KB::Diag::NonUnit,
                      KB::Algo::Trsv::Unblocked>::invoke(1.0, R,
-                                                        Kokkos::subview(
-                                                            B, Kokkos::make_pair(0, n), c));
+                                                        Kokkos::subview(B, Kokkos::make_pair(0, n),
+                                                                        c));
     }
     store(B, n, at, 0);
     return true;
@@ -595,10 +595,17 @@ struct ThreadFit : FitCommon<Space> {
       KB::SerialGemm<KB::Trans::Transpose, KB::Trans::NoTranspose,
                      KB::Algo::Gemm::Unblocked>::invoke(1.0, A, B, 0.0, Y);
     }
-    auto tmp = mem.template take<double**>(n, n + 4);  // G's type, n x (n + 4)
-    if (!mem.ok()) return false;
     for (int c = 0; c < rhs_count; ++c) {
-      KB::SerialGesv<KB::Gesv::StaticPivoting>::invoke(G, Kokkos::subview(X, Kokkos::ALL, c),
+      // Gesv scales its A and Y in place (its static pivoting), though it calls them inputs: a
+      // second right-hand side needs a fresh copy of G.
+      auto each = mem.frame();
+      auto Gc = mem.template take<double**>(n, n);
+      auto tmp = mem.template take<double**>(n, n + 4);  // of A's type, n x (n + 4)
+      if (!mem.ok()) return false;
+      for (int j = 0; j < n; ++j) {
+        for (int i = 0; i < n; ++i) Gc(i, j) = G(i, j);
+      }
+      KB::SerialGesv<KB::Gesv::StaticPivoting>::invoke(Gc, Kokkos::subview(X, Kokkos::ALL, c),
                                                        Kokkos::subview(Y, Kokkos::ALL, c), tmp);
     }
     store(X, n, at, 2);

@@ -50,8 +50,9 @@ KOKKOS_INLINE_FUNCTION double weight(double r) {
 /// What a batch is made of.
 struct BatchOptions {
   int entries = 4000;
-  int rare_every = 500;  ///< one rare large neighbourhood in this many entries, on average (0: none)
-  int rare_m = 512;      ///< points of a rare neighbourhood
+  int rare_every =
+      500;           ///< one rare large neighbourhood in this many entries, on average (0: none)
+  int rare_m = 512;  ///< points of a rare neighbourhood
   unsigned seed = 2026;
 };
 
@@ -67,8 +68,8 @@ struct Batch {
   std::vector<std::size_t> pt_at, c_at;
   std::vector<double> px, py, f0, f1;
   std::vector<double> cx, cy, h;
-  std::vector<double> exact;  ///< f0's coefficients, n[e] per entry from c_at[e]
-  std::size_t points = 0;     ///< sum of m
+  std::vector<double> exact;     ///< f0's coefficients, n[e] per entry from c_at[e]
+  std::size_t points = 0;        ///< sum of m
   std::size_t coefficients = 0;  ///< sum of n
   int max_m = 0;
   int max_n = 0;

@@ -20,9 +20,9 @@ namespace kbuf_batched {
 
 /// What one strategy did.
 struct StrategyResult {
-  std::string name;      ///< "kbuf workspace", "level-1 scratch", "fixed slots"
+  std::string name;  ///< "kbuf workspace", "level-1 scratch", "fixed slots"
   bool per_thread = false;
-  bool ran = true;       ///< false: it could not run (the note says why)
+  bool ran = true;              ///< false: it could not run (the note says why)
   std::vector<double> seconds;  ///< each timed run (rounds before the first complete run: not)
   std::size_t bytes = 0;        ///< bytes it holds for the kernels' arrays
   int rounds = 1;               ///< runs until one completed (the workspace learns in these)
@@ -96,11 +96,15 @@ class Runner {
     kbuf::BufferAllocator<Space> alloc(instance_, 0);
     const TeamFit<Space> f = team_fit(o);
     const team_policy p = policy();
-    return workspace_runs(r, o, alloc, [&](kbuf::Workspace<Space>& ws) {
-      Kokkos::parallel_for("kbuf_batched: team, kbuf workspace", p, TeamWithWorkspace<Space>{f, ws});
-    }, [&](kbuf::BufferAllocator<Space>& a) {
-      return a.workspace(p, kbuf::per_team{0}, "kbuf_batched team fits");
-    });
+    return workspace_runs(
+        r, o, alloc,
+        [&](kbuf::Workspace<Space>& ws) {
+          Kokkos::parallel_for("kbuf_batched: team, kbuf workspace", p,
+                               TeamWithWorkspace<Space>{f, ws});
+        },
+        [&](kbuf::BufferAllocator<Space>& a) {
+          return a.workspace(p, kbuf::per_team{0}, "kbuf_batched team fits");
+        });
   }
 
   /// Level-0 team scratch of the largest entry's need where it fits, else level 1.
@@ -125,7 +129,8 @@ class Runner {
     for (int k = 0; k < o.repeat; ++k) {
       clear();
       Kokkos::Timer timer;
-      Kokkos::parallel_for("kbuf_batched: team, scratch", p, TeamWithScratch<Space>{f, level, need});
+      Kokkos::parallel_for("kbuf_batched: team, scratch", p,
+                           TeamWithScratch<Space>{f, level, need});
       instance_.fence();
       r.seconds.push_back(timer.seconds());
       r.failed += failures();
@@ -173,12 +178,15 @@ class Runner {
     const ThreadFit<Space> f = thread_fit(o);
     const token_type token(instance_);
     const Kokkos::RangePolicy<exec> p(instance_, 0, batch_.count);
-    return workspace_runs(r, o, alloc, [&](kbuf::Workspace<Space>& ws) {
-      Kokkos::parallel_for("kbuf_batched: thread, kbuf workspace", p,
-                           ThreadWithWorkspace<Space>{f, ws, token});
-    }, [&](kbuf::BufferAllocator<Space>& a) {
-      return a.workspace(p, kbuf::per_thread{0}, "kbuf_batched thread fits");
-    });
+    return workspace_runs(
+        r, o, alloc,
+        [&](kbuf::Workspace<Space>& ws) {
+          Kokkos::parallel_for("kbuf_batched: thread, kbuf workspace", p,
+                               ThreadWithWorkspace<Space>{f, ws, token});
+        },
+        [&](kbuf::BufferAllocator<Space>& a) {
+          return a.workspace(p, kbuf::per_thread{0}, "kbuf_batched thread fits");
+        });
   }
 
   /// One flat View of a slot per UniqueToken value, each the largest entry's need.
