@@ -161,7 +161,9 @@ bool print_table(const char* title, const char* const* methods,
     std::printf("  %-16s %10.3f %7.3f %12zu %7.3f %6d %6d %10.2e %10.2e  %s%s\n", r.name.c_str(),
                 t * 1e3, slots ? t / slots->median_seconds() : 0.0, r.bytes, bytes_ratio, r.rounds,
                 r.failed, worst.vs_lapack, worst.vs_exact, r.note.c_str(),
-                r.fallbacks ? (", fallbacks " + std::to_string(r.fallbacks)).c_str() : "");
+                r.fallbacks
+                    ? (", " + std::to_string(r.fallbacks) + " fallbacks while learning").c_str()
+                    : "");
     std::printf("  %-16s errors per solver (vs LAPACK/vs exact): %s\n", "", per_method.c_str());
   }
   return good;
@@ -175,7 +177,7 @@ int run(const Options& o) {
   kbuf_batched::Runner<space> runner(b, instance);
   std::printf(
       "kbuf-batched-fits: %d entries (8..64 points, degree 1..3; %d rare of %d points), "
-      "backend %s, concurrency %d, Kokkos %s, Kokkos Kernels %s, median of %d runs\n",
+      "backend %s, concurrency %d, Kokkos %s, Kokkos Kernels %s, median of %d interleaved runs\n",
       b.count, b.rare, o.batch.rare_m, exec::name(), instance.concurrency(),
       kbuf::Impl::kokkos_version_string(KOKKOS_VERSION).c_str(), kernels_version().c_str(),
       o.run.repeat);
@@ -196,21 +198,14 @@ int run(const Options& o) {
     good = false;
   }
   if (o.team) {
-    std::vector<StrategyResult> rows;
-    rows.push_back(runner.team_workspace(o.run));
-    rows.push_back(runner.team_scratch(o.run));
-    rows.push_back(runner.team_slots(o.run));
-    good = print_table("per team (TeamPolicy, an entry per team)", kbuf_batched::team_methods, rows,
-                       b, ref) &&
+    good = print_table("per team (TeamPolicy, an entry per team)", kbuf_batched::team_methods,
+                       runner.team(o.run), b, ref) &&
            good;
   }
   if (o.thread) {
 #if KBUF_BATCHED_THREAD_SOLVERS
-    std::vector<StrategyResult> rows;
-    rows.push_back(runner.thread_workspace(o.run));
-    rows.push_back(runner.thread_slots(o.run));
     good = print_table("per thread (RangePolicy + UniqueToken, an entry per thread)",
-                       kbuf_batched::thread_methods, rows, b, ref) &&
+                       kbuf_batched::thread_methods, runner.thread(o.run), b, ref) &&
            good;
 #else
     std::printf(

@@ -16,6 +16,7 @@
 #include "test_support.hpp"
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 namespace {
@@ -144,7 +145,8 @@ TEST_CASE("every team solver fits every entry within the tolerance from a kbuf w
     REQUIRE(kbuf_batched::error_bound(ref.kappa[e], b.m[e], b.n[e]) <= kbuf_batched::tolerance);
   }
   kbuf_batched::Runner<space> runner(b);
-  const kbuf_batched::StrategyResult r = runner.team_workspace(short_runs());
+  const kbuf_batched::StrategyResult r = runner.team(short_runs()).at(0);
+  REQUIRE(r.name == "kbuf workspace");
   check_fits(r, b, ref, kbuf_batched::team_methods);
   // The workspace learned from a guess of 0 bytes within the rounds allowed.
   CHECK(r.rounds >= 1);
@@ -156,25 +158,32 @@ TEST_CASE("level-0/1 scratch and fixed slots sized by the job's need fit every e
   const kbuf_batched::Batch b = small_batch();
   const kbuf_batched::Reference ref = kbuf_batched::lapack_reference(b);
   kbuf_batched::Runner<space> runner(b);
-  const kbuf_batched::StrategyResult scratch = runner.team_scratch(short_runs());
+  const std::vector<kbuf_batched::StrategyResult> all = runner.team(short_runs());
+  REQUIRE(all.size() == 3);
+  const kbuf_batched::StrategyResult& scratch = all[1];
+  REQUIRE(scratch.name.find("scratch") != std::string::npos);
   if (scratch.ran) check_fits(scratch, b, ref, kbuf_batched::team_methods);
-  const kbuf_batched::StrategyResult slots = runner.team_slots(short_runs());
+  const kbuf_batched::StrategyResult& slots = all[2];
+  REQUIRE(slots.name == "fixed slots");
   check_fits(slots, b, ref, kbuf_batched::team_methods);
   CHECK(slots.bytes >= runner.team_need());
 }
 
-TEST_CASE("each solver alone fits every entry (frames of one solver at a time)") {
+TEST_CASE("each solver alone fits every entry from every strategy") {
   const kbuf_batched::Batch b = small_batch();
   const kbuf_batched::Reference ref = kbuf_batched::lapack_reference(b);
   kbuf_batched::Runner<space> runner(b);
   for (int k = 0; k < kbuf_batched::method_count; ++k) {
     kbuf_batched::RunOptions o = short_runs();
     o.methods = 1u << k;
-    const kbuf_batched::StrategyResult r = runner.team_workspace(o);
-    CHECK(r.failed == 0);
-    const kbuf_batched::Errors e = kbuf_batched::errors(b, ref, r.x[k]);
-    INFO(kbuf_batched::team_methods[k] << ": " << e.vs_lapack << ", " << e.vs_exact);
-    CHECK(e.within(kbuf_batched::tolerance));
+    for (const kbuf_batched::StrategyResult& r : runner.team(o)) {
+      if (!r.ran) continue;
+      CHECK(r.failed == 0);
+      const kbuf_batched::Errors e = kbuf_batched::errors(b, ref, r.x[k]);
+      INFO(r.name << ", " << kbuf_batched::team_methods[k] << ": " << e.vs_lapack << ", "
+                  << e.vs_exact);
+      CHECK(e.within(kbuf_batched::tolerance));
+    }
   }
 }
 
@@ -183,11 +192,11 @@ TEST_CASE("every thread solver fits every entry from a per_thread workspace and 
   const kbuf_batched::Batch b = small_batch();
   const kbuf_batched::Reference ref = kbuf_batched::lapack_reference(b);
   kbuf_batched::Runner<space> runner(b);
-  const kbuf_batched::StrategyResult ws = runner.thread_workspace(short_runs());
-  check_fits(ws, b, ref, kbuf_batched::thread_methods);
-  CHECK(ws.rounds <= short_runs().max_rounds);
-  const kbuf_batched::StrategyResult slots = runner.thread_slots(short_runs());
-  check_fits(slots, b, ref, kbuf_batched::thread_methods);
+  const std::vector<kbuf_batched::StrategyResult> all = runner.thread(short_runs());
+  REQUIRE(all.size() == 2);
+  check_fits(all[0], b, ref, kbuf_batched::thread_methods);
+  CHECK(all[0].rounds <= short_runs().max_rounds);
+  check_fits(all[1], b, ref, kbuf_batched::thread_methods);
 }
 #endif
 
