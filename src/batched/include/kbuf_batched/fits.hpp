@@ -430,7 +430,7 @@ struct TeamWithScratch {
   std::size_t bytes;
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    using scratch_space = typename Member::execution_space::scratch_memory_space;
+    using scratch_space = typename Space::execution_space::scratch_memory_space;
     BumpTakes<scratch_space> mem(team.team_scratch(level).get_shmem(bytes), bytes);
     if (!f.fit(team, mem, team.league_rank())) f.fail(team);
   }
