@@ -41,7 +41,8 @@ void usage(std::FILE* out) {
   std::fprintf(
       out,
       "Usage: kbuf-batched-fits [--entries N] [--rare-every K] [--rare-m M] [--repeat R]\n"
-      "                         [--seed S] [--level team|thread|all] [--kokkos-... options]\n"
+      "                         [--seed S] [--level team|thread|all] [--solvers LIST]\n"
+      "                         [--kokkos-... options]\n"
       "Batched weighted least-squares polynomial fits (GMLS-like): per entry a neighbourhood\n"
       "of 8 to 64 points in 2-D (and one rare neighbourhood of M points in K entries), a basis\n"
       "of the polynomials of degree 1, 2 or 3 (3, 6 or 10), two right-hand sides (a polynomial\n"
@@ -66,6 +67,9 @@ void usage(std::FILE* out) {
       "  --repeat R      timed runs of each strategy (1 to 1000, default 5)\n"
       "  --seed S        the batch's random seed (default 2026)\n"
       "  --level L       team, thread or all (default all)\n"
+      "  --solvers LIST  which solvers run, a list of qr (TeamVectorQR, SerialQR), rank\n"
+      "                  (TeamVectorUTV, SerialSVD) and normal (TeamLU, SerialGesv), or none\n"
+      "                  (the arrays are built and nothing solved); default qr,rank,normal\n"
       "  --help          this text\n"
       "Exit status:\n"
       "  0  every strategy fitted every entry within %.0e of LAPACK and of the polynomial,\n"
@@ -102,6 +106,15 @@ Options parse(const kbuf_cli::Arguments& args) {
       o.run.repeat = parse_count("--repeat", next(), 1, 1000);
     } else if (arg == "--seed") {
       o.batch.seed = static_cast<unsigned>(parse_count("--seed", next(), 0, 2147483647));
+    } else if (arg == "--solvers") {
+      o.run.methods = 0;
+      const std::string list = next();
+      if (list != "none") {
+        for (const std::string& item : kbuf_cli::split_list("--solvers", list)) {
+          o.run.methods |=
+              1u << kbuf_cli::parse_choice("--solvers", item, {"qr", "rank", "normal"});
+        }
+      }
     } else if (arg == "--level") {
       const std::size_t i = kbuf_cli::parse_choice("--level", next(), {"team", "thread", "all"});
       o.team = i != 1;
@@ -124,7 +137,7 @@ std::string kernels_version() {
 }
 
 // One table of strategies; true when all of them are right.
-bool print_table(const char* title, const char* const* methods,
+bool print_table(const char* title, const char* const* methods, unsigned run,
                  const std::vector<StrategyResult>& rows, const kbuf_batched::Batch& b,
                  const kbuf_batched::Reference& ref) {
   std::printf("%s: %s, %s, %s\n", title, methods[0], methods[1], methods[2]);
@@ -145,12 +158,13 @@ bool print_table(const char* title, const char* const* methods,
     kbuf_batched::Errors worst;
     std::string per_method;
     for (int k = 0; k < kbuf_batched::method_count; ++k) {
+      if (((run >> k) & 1u) == 0) continue;
       const kbuf_batched::Errors e = kbuf_batched::errors(b, ref, r.x[k]);
       if (!(e.vs_lapack <= worst.vs_lapack)) worst.vs_lapack = e.vs_lapack;
       if (!(e.vs_exact <= worst.vs_exact)) worst.vs_exact = e.vs_exact;
       char buf[96];
-      std::snprintf(buf, sizeof buf, "%s%s %.1e/%.1e", k ? ", " : "", methods[k], e.vs_lapack,
-                    e.vs_exact);
+      std::snprintf(buf, sizeof buf, "%s%s %.1e/%.1e", per_method.empty() ? "" : ", ", methods[k],
+                    e.vs_lapack, e.vs_exact);
       per_method += buf;
     }
     const bool right = r.failed == 0 && worst.within(kbuf_batched::tolerance) &&
@@ -164,7 +178,9 @@ bool print_table(const char* title, const char* const* methods,
                 r.fallbacks
                     ? (", " + std::to_string(r.fallbacks) + " fallbacks while learning").c_str()
                     : "");
-    std::printf("  %-16s errors per solver (vs LAPACK/vs exact): %s\n", "", per_method.c_str());
+    if (!per_method.empty()) {
+      std::printf("  %-16s errors per solver (vs LAPACK/vs exact): %s\n", "", per_method.c_str());
+    }
   }
   return good;
 }
@@ -199,13 +215,13 @@ int run(const Options& o) {
   }
   if (o.team) {
     good = print_table("per team (TeamPolicy, an entry per team)", kbuf_batched::team_methods,
-                       runner.team(o.run), b, ref) &&
+                       o.run.methods, runner.team(o.run), b, ref) &&
            good;
   }
   if (o.thread) {
 #if KBUF_BATCHED_THREAD_SOLVERS
     good = print_table("per thread (RangePolicy + UniqueToken, an entry per thread)",
-                       kbuf_batched::thread_methods, runner.thread(o.run), b, ref) &&
+                       kbuf_batched::thread_methods, o.run.methods, runner.thread(o.run), b, ref) &&
            good;
 #else
     std::printf(

@@ -215,7 +215,7 @@ class Runner {
       r.note = "slot " + std::to_string(last->slot_bytes) + " B x " + std::to_string(last->slots) +
                ", lanes " + std::to_string(last->spill_lanes) + " x " +
                std::to_string(last->lane_bytes) + " B, " + std::to_string(last->spilling_arenas) +
-               " spilled";
+               " spilled, " + std::to_string(last->lane_waits) + " waited for a lane";
     };
     return w;
   }
