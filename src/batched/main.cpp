@@ -172,9 +172,14 @@ bool print_table(const char* title, const char* const* methods, unsigned run,
                        r.note.find("no complete run") == std::string::npos;
     good = good && right;
     const double t = r.median_seconds();
-    std::printf("  %-16s %10.3f %7.3f %12zu %7.3f %6d %6d %10.2e %10.2e  %s%s\n", r.name.c_str(),
+    char lapack[16] = "-", exact[16] = "-";  // no solver ran: nothing to compare
+    if (!per_method.empty()) {
+      std::snprintf(lapack, sizeof lapack, "%.2e", worst.vs_lapack);
+      std::snprintf(exact, sizeof exact, "%.2e", worst.vs_exact);
+    }
+    std::printf("  %-16s %10.3f %7.3f %12zu %7.3f %6d %6d %10s %10s  %s%s\n", r.name.c_str(),
                 t * 1e3, slots ? t / slots->median_seconds() : 0.0, r.bytes, bytes_ratio, r.rounds,
-                r.failed, worst.vs_lapack, worst.vs_exact, r.note.c_str(),
+                r.failed, lapack, exact, r.note.c_str(),
                 r.fallbacks
                     ? (", " + std::to_string(r.fallbacks) + " fallbacks while learning").c_str()
                     : "");
