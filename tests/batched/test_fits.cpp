@@ -57,17 +57,19 @@ void check_fits(const kbuf_batched::StrategyResult& r, const kbuf_batched::Batch
 }
 
 // The arrays of the tall-QR probe: the matrix, a guard after it, tau, a guard after it, w.
-constexpr int probe_m = 24, probe_n = 8;  // m n and n doubles: whole 64-byte units, no padding
-                                          // between a take and the guard after it
+constexpr int probe_m = 24, probe_n = 8;
 constexpr int guard_a = (probe_m - probe_n) * probe_m;  // the furthest the QR can reach past A
 constexpr int guard_t = probe_m;
 constexpr double sentinel = -7777.0;
 
-// One team: A (m x columns, column-major; the QR sees its first n columns), a guard, t (tau
-// entries), a guard, w, taken in that order from a kbuf arena; A filled with a fixed matrix,
-// the guards with the sentinel; then TeamVectorQR (serial = false) or SerialQR on A. The guards
-// are copied out.
+// One team: A (m x columns, column-major; the QR sees its first n columns) followed by a guard
+// in one take, t (tau entries) followed by a guard in another, and w, from a kbuf arena; A
+// filled with a fixed matrix, the guards with the sentinel; then TeamVectorQR (serial = false)
+// or SerialQR on A. The guards are copied out. Each guard is part of its array's take, so what
+// it sees does not depend on how the arena places takes (alignment, guard zones of its own).
 struct TallQrProbe {
+  using matrix = Kokkos::View<double**, Kokkos::LayoutLeft, space, Kokkos::MemoryUnmanaged>;
+  using vector = Kokkos::View<double*, space, Kokkos::MemoryUnmanaged>;
   kbuf::Workspace<space> ws;
   int columns, tau;
   bool serial;
@@ -75,12 +77,14 @@ struct TallQrProbe {
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
     namespace KB = KokkosBatched;
     auto arena = ws.arena(team);
-    auto A_all = arena.take<double**, Kokkos::LayoutLeft>(probe_m, columns);
-    auto ga = arena.take<double*>(guard_a);
-    auto t_all = arena.take<double*>(tau);
-    auto gt = arena.take<double*>(guard_t);
+    auto a_block = arena.take<double*>(probe_m * columns + guard_a);
+    auto t_block = arena.take<double*>(tau + guard_t);
     auto w = arena.take<double*>(probe_n);
     if (!arena.ok()) return;
+    const matrix A_all(a_block.data(), probe_m, columns);
+    const vector ga(a_block.data() + probe_m * columns, guard_a);
+    const vector t_all(t_block.data(), tau);
+    const vector gt(t_block.data() + tau, guard_t);
     Kokkos::single(Kokkos::PerTeam(team), [&]() {
       for (int j = 0; j < columns; ++j) {
         for (int i = 0; i < probe_m; ++i) A_all(i, j) = 1.0 / (1 + i + 2 * j) + (i == j ? 1 : 0);
@@ -111,7 +115,7 @@ struct Overrun {
 };
 
 Overrun probe_tall_qr(bool serial, int columns, int tau) {
-  kbuf::BufferAllocator<space> alloc(0, 64);  // takes in units of 64 bytes in every space
+  kbuf::BufferAllocator<space> alloc;
   const team_policy policy(1, 1);
   auto scope = alloc.scope();
   auto ws = alloc.workspace(policy, kbuf::per_team{64 * 1024}, "tall QR probe");
