@@ -158,7 +158,7 @@ TEST_CASE("every team solver fits every entry within the tolerance from a kbuf w
   CHECK(r.bytes > 0);
 }
 
-TEST_CASE("level-0/1 scratch and fixed slots sized by the job's need fit every entry") {
+TEST_CASE("scratch of level 0 or 1 and fixed slots sized by the job's need fit every entry") {
   const kbuf_batched::Batch b = small_batch();
   const kbuf_batched::Reference ref = kbuf_batched::lapack_reference(b);
   kbuf_batched::Runner<space> runner(b);
