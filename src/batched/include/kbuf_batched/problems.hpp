@@ -75,8 +75,10 @@ struct Batch {
   int max_n = 0;
 };
 
-/// A batch: degrees 1 to 3 at random, m from max(8, 2 n) to 64 points at random in the disc,
-/// and a rare neighbourhood of options.rare_m points and degree 3 one entry in rare_every.
+/// A batch: degrees 1 to 3 at random, m from max(8, 2 n) to 64 points (a jittered sunflower
+/// spiral filling the disc around the target, as a neighbour search on a quasi-uniform cloud
+/// returns them), and a rare neighbourhood of options.rare_m points and degree 3 one entry in
+/// rare_every on average.
 /// @throws std::invalid_argument for a rare_m below 20 (twice the cubic basis).
 Batch make_batch(const BatchOptions& options);
 
