@@ -1,7 +1,8 @@
 // The foreign space as a device: its own execution space's kernels may touch it, host code may
 // not. Included by the applications' foreign build (kbuf_tensor, kbuf-demo, kbuf-tebd and their
-// tests over kbuf_test::foreign_space, through KBUF_TENSOR_MEMORY_SPACE_HEADER) and by the test
-// of this file; nothing else includes it.
+// tests over kbuf_test::foreign_space, through KBUF_TENSOR_MEMORY_SPACE_HEADER), by the foreign
+// build of kbuf-test-fits (the batched fits' kernels) and by the test of this file; nothing
+// else includes it.
 //
 // On its own the foreign space (foreign_space.hpp) refuses every View access from host threads,
 // kernels included: Kokkos' access check cannot tell a kernel from host code when both run on
