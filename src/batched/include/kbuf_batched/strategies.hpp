@@ -49,18 +49,6 @@ struct RunOptions {
   int max_rounds = 8;    ///< a workspace that has not completed after this many runs fails
 };
 
-namespace Impl {
-// WorkspaceReport::fallbacks where the workspace reports it (0 otherwise).
-template <class R>
-auto fallbacks_of(const R& r, int) -> decltype(static_cast<std::size_t>(r.fallbacks)) {
-  return static_cast<std::size_t>(r.fallbacks);
-}
-template <class R>
-std::size_t fallbacks_of(const R&, long) {
-  return 0;
-}
-}  // namespace Impl
-
 /// Runs the strategies over one batch in memory space `Space`, on one instance of its execution
 /// space: each strategy's warm-up first (a workspace's rounds), then RunOptions::repeat timed
 /// runs of every strategy, interleaved, so that a machine's changing load weighs on all of them
@@ -207,7 +195,7 @@ class Runner {
     w.once = once;
     w.warm_up = [this, once, last](StrategyResult& r) {
       once();
-      r.fallbacks += Impl::fallbacks_of(*last, 0);
+      r.fallbacks += last->fallbacks;
       return last->complete() && failures() == 0;
     };
     w.after = [last, bytes](StrategyResult& r) {
@@ -215,7 +203,7 @@ class Runner {
       r.note = "slot " + std::to_string(last->slot_bytes) + " B x " + std::to_string(last->slots) +
                ", lanes " + std::to_string(last->spill_lanes) + " x " +
                std::to_string(last->lane_bytes) + " B, " + std::to_string(last->spilling_arenas) +
-               " spilled, " + std::to_string(last->lane_waits) + " waited for a lane";
+               " spilled, " + std::to_string(last->lanes_missed) + " found every lane taken";
     };
     return w;
   }
