@@ -719,6 +719,15 @@ class Workspace {
   BufferAllocator<MemorySpace>* owner_ = nullptr;
 };
 
+/// `arena.take<DataType, Layout>(extents...)` as a free function, for generic code where the
+/// arena's type depends on a template parameter and the member call would need `.template`:
+/// `auto w = kbuf::take<double*>(arena, n);`. Team-collective as the member.
+template <class DataType, class Layout = Kokkos::LayoutRight, class Arena, class... Extents>
+KOKKOS_INLINE_FUNCTION auto take(Arena& arena, Extents... extents)
+    -> decltype(arena.template take<DataType, Layout>(extents...)) {
+  return arena.template take<DataType, Layout>(extents...);
+}
+
 }  // namespace kbuf
 
 #endif  // KBUF_WORKSPACE_HPP

@@ -86,7 +86,7 @@ struct Frames {
     for (int it = 0; it < iterations; ++it) {
       auto frame = arena.frame();
       auto v = arena.take<double*>(n);
-      auto w = arena.take<double**>(2, n / 2);
+      auto w = kbuf::take<double**>(arena, 2, n / 2);  // the free form
       if (it == 0) first = v.data();
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
         if (v.data() != first || w.data() == nullptr) Kokkos::atomic_add(&moved.data()[0], 1ll);
