@@ -330,6 +330,23 @@ run() {
       echo '```'; } >> "$report"
   fi
 
+  # The workspace in the shapes only a device shows: thousands of teams in flight (bytes held
+  # against fixed slots), one lane for many spilling teams, per_thread spills; then the batched
+  # jobs that use it (the example and, with Kokkos Kernels, the batched fits).
+  local wsx="$build_dir/tests/unit/kbuf-test-workspace-device"
+  if [[ -x "$wsx" ]]; then
+    section "Workspace on the device (unit.workspace_device)" "$wsx" >> "$report" || status=1
+  fi
+  local bls="$build_dir/examples/kbuf-batched-least-squares"
+  if [[ -x "$bls" ]]; then
+    section "Batched least squares (kbuf-batched-least-squares --repeat 3)" "$bls" --repeat 3 \
+      >> "$report" || status=1
+  fi
+  local fits="$build_dir/src/batched/kbuf-batched-fits"
+  if [[ -x "$fits" ]]; then
+    section "Batched fits (kbuf-batched-fits --repeat 3)" "$fits" --repeat 3 >> "$report" || status=1
+  fi
+
   if [[ -x "$build_dir/src/demo/kbuf-demo" ]]; then
     # shellcheck disable=SC2086  # word splitting of the user's argument string is intended
     section "Demo (kbuf-demo${demo_args:+ $demo_args})" "$build_dir/src/demo/kbuf-demo" $demo_args >> "$report" || status=1
