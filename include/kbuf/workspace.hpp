@@ -193,10 +193,6 @@ class Workspace {
       static_assert(alignof(T) <= 64,
                     "kbuf::Workspace::Arena::take: takes are aligned to 64 bytes (at least the "
                     "allocator's alignment): a value type aligned beyond 64 is not served");
-      if (ended_) {
-        misuse("kbuf::Workspace::Arena::take after the arena ended");
-        return refuse<V>();
-      }
       unsigned long long nbytes = 0;
       if (!byte_count<DataType, V, T>(nbytes, extents...)) return refuse<V>();
       void* p = place(nbytes);
@@ -225,6 +221,7 @@ class Workspace {
       Flush flush{this};
       (void)Impl::team_single<int>(team_, flush);
       ended_ = true;
+      fast_bytes_ = 0;  // a take after the end leaves the hot path, to be refused
     }
 
     /// The slot this arena holds (-1 for none).
@@ -316,6 +313,12 @@ class Workspace {
         slot_top_ += n;
         return p;
       }
+      if (ended_) {
+        misuse("kbuf::Workspace::Arena::take after the arena ended");
+        ok_ = false;
+        ++failed_;
+        return nullptr;
+      }
       if (guard_ != 0) return place_checked(nbytes, n, index);
       return find(n);
     }
@@ -335,6 +338,7 @@ class Workspace {
     // A take that does not fit the rest of the slot: the arena's lane (claimed at its first
     // spill, with one pass over the lanes), else a fallback.
     KOKKOS_FUNCTION void* spill(unsigned long long n) {
+      ++events_;         // a frame's end restores the spill state only after events
       spill_want_ += n;  // asked of the lane, whatever serves it
       if (spill_want_ > spill_peak_) spill_peak_ = spill_want_;
       spilled_ = true;
@@ -345,7 +349,6 @@ class Workspace {
         LaneClaim claim{this};
         lane_ = Impl::team_single<int>(team_, claim);
         if (lane_ < 0) missed_ = true;
-        ++events_;
       }
       if (lane_ >= 0 && spill_top_ + n <= lane_bytes_) {
         void* p = spill_ + static_cast<std::size_t>(lane_) * lane_bytes_ + spill_top_;
@@ -362,7 +365,7 @@ class Workspace {
         return nullptr;
       }
       fallbacks_ = p;
-      ++events_;  // the block carries the new count
+      ++events_;  // the block carries the new count (above every frame's begun before it)
       ++fallback_count_;
       fallback_bytes_ += n;
       return p;
@@ -449,7 +452,7 @@ class Workspace {
       }
       --depth_;
       check_team();
-      if (events_ != t.events) {  // a lane claimed, a fallback or a checked take since
+      if (events_ != t.events) {  // a spill (lane, fallback) or a checked take since
         // What is left of the chains, found by each thread before one of them frees the rest
         // (the blocks made since the frame began carry stamps above its event count).
         void* fallbacks = Impl::fallback_left(fallbacks_, t.events);
@@ -460,14 +463,14 @@ class Workspace {
         fallbacks_ = fallbacks;
         checks_ = checks;
         if (t.spill == 0) lane_ = -1;
-      } else {
+        spill_want_ = t.want;
+        spill_top_ = t.spill;
+      } else if (team_.sync) {
         // The frame's end is the team's barrier: what follows may hand its memory out again.
         Impl::team_barrier(team_);
       }
       slot_top_ = t.slot;
       need_top_ = t.need;
-      spill_want_ = t.want;
-      spill_top_ = t.spill;
     }
 
     // The arena's end, by one thread of the team: what it still holds, its counts, its slot.
