@@ -163,9 +163,7 @@ class CurrentScope final {
   ~CurrentScope() = default;
 
   /// The allocator it resets, or null for a scope that does nothing.
-  [[nodiscard]] allocator_type* allocator() const noexcept {
-    return alloc_;
-  }
+  [[nodiscard]] allocator_type* allocator() const noexcept { return alloc_; }
 
  private:
   allocator_type* alloc_ = nullptr;

@@ -33,9 +33,9 @@ using kbuf_test::AllocationCounts;
 
 constexpr std::size_t num_owned = 300;
 constexpr std::size_t comps = 3;
-constexpr std::size_t num_halos = 4;             // ghost counts differ between them
-constexpr std::size_t steps = 2 * num_halos;     // one pass: every halo twice
-constexpr std::size_t max_ghost = 60 + 37 * 3;   // the largest halo's ghosts
+constexpr std::size_t num_halos = 4;            // ghost counts differ between them
+constexpr std::size_t steps = 2 * num_halos;    // one pass: every halo twice
+constexpr std::size_t max_ghost = 60 + 37 * 3;  // the largest halo's ghosts
 constexpr std::size_t rows = num_owned + max_ghost;
 constexpr long modulus = 1009;
 
@@ -209,7 +209,7 @@ AllocationCounts run_threads(unsigned nthreads, MakeGuard make_guard,
         barrier.wait();         // 1: everyone warmed up
         barrier.wait();         // 2: the counter is cleared
         run_pass(halos, data);
-        barrier.wait();         // 3: everyone done
+        barrier.wait();  // 3: everyone done
       }
       barrier.wait();  // 4: counted
       results[t] = to_host(data);
@@ -227,7 +227,8 @@ AllocationCounts run_threads(unsigned nthreads, MakeGuard make_guard,
 
 }  // namespace
 
-TEST_CASE("without a current allocator the library allocates its buffers on every call, as before") {
+TEST_CASE(
+    "without a current allocator the library allocates its buffers on every call, as before") {
   const auto halos = make_halos();
   halo::Data data = make_data();
   AllocationCounter counter;
@@ -245,8 +246,9 @@ TEST_CASE("without a current allocator the library allocates its buffers on ever
   CHECK(to_host(data) == reference(1));
 }
 
-TEST_CASE("under kbuf::use(alloc) the library's buffers come from the allocator: same results, "
-          "no allocation after one warm-up pass") {
+TEST_CASE(
+    "under kbuf::use(alloc) the library's buffers come from the allocator: same results, "
+    "no allocation after one warm-up pass") {
   const auto halos = make_halos();
   halo::Data data = make_data();
   AllocationCounter counter;  // loaded before the allocator is made: it reports its temporaries
@@ -275,8 +277,9 @@ TEST_CASE("under kbuf::use(alloc) the library's buffers come from the allocator:
   CHECK(to_host(data) == reference(2));
 }
 
-TEST_CASE("KBUF_TOOLS_REPORT=0 keeps kbuf's records from a counting tool: it sees real "
-          "allocations only") {
+TEST_CASE(
+    "KBUF_TOOLS_REPORT=0 keeps kbuf's records from a counting tool: it sees real "
+    "allocations only") {
   const auto halos = make_halos();
   halo::Data data = make_data();
   AllocationCounter counter;
@@ -313,8 +316,9 @@ TEST_CASE("a library call releases its own buffers and leaves the caller's tempo
   alloc.reset();
 }
 
-TEST_CASE("under kbuf::use(pool) several threads run the library at once, each on its own "
-          "allocator: same results, no allocation after warm-up") {
+TEST_CASE(
+    "under kbuf::use(pool) several threads run the library at once, each on its own "
+    "allocator: same results, no allocation after warm-up") {
   constexpr unsigned nthreads = 3;
   Pool pool;
   std::vector<std::vector<double>> results;
@@ -333,8 +337,9 @@ TEST_CASE("under kbuf::use(pool) several threads run the library at once, each o
   CHECK(pool.statistics().fallbacks > 0);  // in the warm-up
 }
 
-TEST_CASE("with kbuf::process_allocator() the main thread and others run the library: same "
-          "results, no allocation after warm-up") {
+TEST_CASE(
+    "with kbuf::process_allocator() the main thread and others run the library: same "
+    "results, no allocation after warm-up") {
   const auto halos = make_halos();
   const std::vector<double> expected = reference(2);
   {
@@ -351,8 +356,7 @@ TEST_CASE("with kbuf::process_allocator() the main thread and others run the lib
   constexpr unsigned nthreads = 2;
   std::vector<std::vector<double>> results;
   const AllocationCounts n = run_threads(
-      nthreads,
-      [] { return std::make_unique<kbuf::use<space>>(kbuf::process_allocator<space>()); },
+      nthreads, [] { return std::make_unique<kbuf::use<space>>(kbuf::process_allocator<space>()); },
       results);
   CHECK(n.allocations == 0);
   for (unsigned t = 0; t < nthreads; ++t) {

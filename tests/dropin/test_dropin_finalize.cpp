@@ -57,15 +57,16 @@ std::vector<double> work() {
 
 }  // namespace
 
-TEST_CASE("process_allocator: refused before Kokkos::initialize, made on first use from any "
-          "thread, ended by Kokkos::finalize with nothing left, refused after it") {
+TEST_CASE(
+    "process_allocator: refused before Kokkos::initialize, made on first use from any "
+    "thread, ended by Kokkos::finalize with nothing left, refused after it") {
   REQUIRE(!Kokkos::is_initialized());
   const std::string before = refusal();
   CHECK(before.find("kbuf::process_allocator<") != std::string::npos);
   CHECK(before.find("Kokkos is not initialized") != std::string::npos);
 
   Kokkos::initialize();
-  AllocationCounter counter;  // loaded before the process allocator is made
+  AllocationCounter counter;                 // loaded before the process allocator is made
   const std::vector<double> plain = work();  // no current allocator: plain Views
   std::vector<double> main_result;
   std::vector<std::vector<double>> thread_results(2);

@@ -43,14 +43,14 @@ struct Buffers {
   Kokkos::View<int*, space> ids;
 };
 
-static_assert(std::is_same<decltype(kbuf::temporary<double**, Kokkos::LayoutRight, space>("m", 2,
-                                                                                           3)),
-                           Matrix>::value,
-              "kbuf::temporary returns the plain View type");
-static_assert(std::is_same<decltype(kbuf::temporary<float*>(std::string("v"), 4)),
-                           Kokkos::View<float*, Kokkos::LayoutRight,
-                                        kbuf::default_memory_space>>::value,
-              "kbuf::temporary defaults to LayoutRight and kbuf::default_memory_space");
+static_assert(
+    std::is_same<decltype(kbuf::temporary<double**, Kokkos::LayoutRight, space>("m", 2, 3)),
+                 Matrix>::value,
+    "kbuf::temporary returns the plain View type");
+static_assert(
+    std::is_same<decltype(kbuf::temporary<float*>(std::string("v"), 4)),
+                 Kokkos::View<float*, Kokkos::LayoutRight, kbuf::default_memory_space>>::value,
+    "kbuf::temporary defaults to LayoutRight and kbuf::default_memory_space");
 static_assert(std::is_same<decltype(kbuf::current()), kbuf::BufferAllocator<>*>::value,
               "kbuf::current defaults to kbuf::default_memory_space");
 
@@ -130,15 +130,17 @@ TEST_CASE("temporary of a zero extent is an empty View that takes nothing from t
   CHECK(alloc.statistics().temporaries == 1);  // counted, as a zero-sized allocate is
 }
 
-TEST_CASE("bad extents raise logic_error naming kbuf::temporary, the label and the value, and "
-          "allocate nothing") {
+TEST_CASE(
+    "bad extents raise logic_error naming kbuf::temporary, the label and the value, and "
+    "allocate nothing") {
   const auto check_refused = [](Alloc* alloc) {
     INFO((alloc != nullptr ? "with a current allocator" : "without one"));
     const std::size_t used = alloc != nullptr ? alloc->used() : 0;
     const std::string negative = logic_error_of(
         [] { (void)kbuf::temporary<double**, Kokkos::LayoutRight, space>("send_buffer", 4, -2); });
-    CHECK(negative == "kbuf::temporary(\"send_buffer\", 4, -2): extent 1 is -2; extents must "
-                      "not be negative");
+    CHECK(negative ==
+          "kbuf::temporary(\"send_buffer\", 4, -2): extent 1 is -2; extents must "
+          "not be negative");
     const std::size_t huge = std::numeric_limits<std::size_t>::max() / 4;
     const std::string overflow = logic_error_of(
         [huge] { (void)kbuf::temporary<double**, Kokkos::LayoutRight, space>("big", huge, 3); });
@@ -268,8 +270,9 @@ TEST_CASE("a scope resets the allocator it was opened on, whatever is current wh
   b.reset();
 }
 
-TEST_CASE("a scope opened with no current allocator does nothing, also for a guard made after "
-          "it") {
+TEST_CASE(
+    "a scope opened with no current allocator does nothing, also for a guard made after "
+    "it") {
   Alloc c(4096);
   {
     auto scope = kbuf::scope<space>();

@@ -41,7 +41,7 @@ CurrentState<MemorySpace>& current_state() noexcept {
 /// `Kokkos::initialize` and `Kokkos::finalize`, deleted by the finalize hook that call pushed.
 template <class MemorySpace>
 struct ProcessState {
-  std::mutex mutex;                                   // makes and ends the pool
+  std::mutex mutex;  // makes and ends the pool
   std::atomic<AllocatorPool<MemorySpace>*> pool{nullptr};
   bool ended = false;  // a Kokkos::finalize ended one (under mutex): for the message
 };
@@ -79,8 +79,8 @@ KBUF_IMPL_COLD AllocatorPool<MemorySpace>& make_process_pool() {
                state.ended ? " (Kokkos::finalize ended the process allocator)" : "",
                "; the process allocator exists between Kokkos::initialize and Kokkos::finalize");
   using allocator_type = typename AllocatorPool<MemorySpace>::allocator_type;
-  auto pool = std::make_unique<AllocatorPool<MemorySpace>>(
-      0, allocator_type::default_alignment, "kbuf::process_allocator");
+  auto pool = std::make_unique<AllocatorPool<MemorySpace>>(0, allocator_type::default_alignment,
+                                                           "kbuf::process_allocator");
   Kokkos::push_finalize_hook(&end_process_pool<MemorySpace>);
   state.pool.store(pool.get(), std::memory_order_release);
   return *pool.release();

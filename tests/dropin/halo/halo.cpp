@@ -72,11 +72,11 @@ class CommunicationData {
       : halo_(halo),
         data_(data),
         // kbuf: was buffer_type(Kokkos::ViewAllocateWithoutInitializing("send_buffer"), 0, 0)
-        send_buffer_(kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>("send_buffer",
-                                                                                  0, 0)),
+        send_buffer_(
+            kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>("send_buffer", 0, 0)),
         // kbuf: was buffer_type(Kokkos::ViewAllocateWithoutInitializing("recv_buffer"), 0, 0)
-        recv_buffer_(kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>("recv_buffer",
-                                                                                  0, 0)) {}
+        recv_buffer_(
+            kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>("recv_buffer", 0, 0)) {}
 
  protected:
   // Grows the buffers to what this call sends and receives (Cabana: reserveImpl).
@@ -100,8 +100,8 @@ class CommunicationData {
  private:
   void reallocate(buffer_type& buffer, const char* label, std::size_t rows) const {
     // kbuf: was Kokkos::realloc(buffer, rows, data_.extent(1)), which allocates and zero-fills
-    buffer = kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>(label, rows,
-                                                                          data_.extent(1));
+    buffer =
+        kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>(label, rows, data_.extent(1));
     Kokkos::deep_copy(buffer, 0.0);
   }
 };
