@@ -235,6 +235,9 @@ TEST_CASE(
   REQUIRE(kbuf::current<space>() == nullptr);
   run_pass(halos, data);
   const AllocationCounts n = AllocationCounter::counts();
+  MESSAGE("no current allocator: per step (a gather and a scatter) ",
+          static_cast<double>(n.allocations) / steps, " allocations of ",
+          static_cast<double>(n.bytes) / steps, " bytes");
   INFO("allocations ", n.allocations, ", deallocations ", n.deallocations);
   // A send and a receive buffer per gather and per scatter, at least (the empty buffers of the
   // constructors may count too).
@@ -258,11 +261,18 @@ TEST_CASE(
     CHECK(kbuf::current<space>() == &alloc);
     run_pass(halos, data);  // warm-up
     CHECK(alloc.empty());   // each call's scope released its buffers
+    const AllocationCounts warm = AllocationCounter::counts();
+    MESSAGE("kbuf::use(alloc), warm-up pass of ", steps, " steps: ", warm.allocations,
+            " allocations, ", alloc.statistics().fallbacks, " fallbacks, ",
+            alloc.statistics().regrows, " regrowths, a buffer of ", alloc.capacity(), " bytes");
     AllocationCounter::clear();
     alloc.reset_peaks();
     run_pass(halos, data);
   }
   const AllocationCounts n = AllocationCounter::counts();
+  MESSAGE("kbuf::use(alloc), second pass: per step ", static_cast<double>(n.allocations) / steps,
+          " allocations, ", static_cast<double>(n.temporaries) / steps,
+          " records in kbuf:* spaces");
   INFO("allocations ", n.allocations, ", temporaries ", n.temporaries);
   CHECK(n.allocations == 0);
   CHECK(n.deallocations == 0);

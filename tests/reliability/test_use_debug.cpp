@@ -11,7 +11,8 @@
 
 using namespace kbuf_rel;
 
-static_assert(KBUF_ENABLE_DEBUG == 1, "kbuf-test-use-debug must be compiled with KBUF_ENABLE_DEBUG=1");
+static_assert(KBUF_ENABLE_DEBUG == 1,
+              "kbuf-test-use-debug must be compiled with KBUF_ENABLE_DEBUG=1");
 
 namespace {
 using Alloc = kbuf::BufferAllocator<Kokkos::HostSpace>;
