@@ -240,7 +240,7 @@ class BufferAllocator final {
     // Extents below a bound that makes every check moot take one test (fast_byte_count); the
     // others go to the cold path: negative extents, extents V cannot hold, a size that
     // overflows (kbuf::logic_error), and whatever the exact check lets through.
-    std::size_t nbytes;
+    std::size_t nbytes = 0;  // set by fast_byte_count when it returns true
     void* p;
     const bool fast = Impl::fast_byte_count<DataType, V>(nbytes, extents...);
     if (KBUF_IMPL_UNLIKELY(!fast)) {

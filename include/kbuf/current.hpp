@@ -101,17 +101,7 @@ class use final {
     }
     --alloc_->live_uses_;
 #endif
-    if (state_->innermost == this) {
-      state_->innermost = outer_;
-      return;
-    }
-    // Out of order: unlink it from the newer guards' chain.
-    for (use* g = state_->innermost; g != nullptr; g = g->outer_) {
-      if (g->outer_ == this) {
-        g->outer_ = outer_;
-        return;
-      }
-    }
+    Impl::Chain::unlink(state_->innermost, this);
   }
 
   /// The allocator this guard makes current.
@@ -120,6 +110,8 @@ class use final {
   }
 
  private:
+  friend struct Impl::Chain;
+
   allocator_type* alloc_;
   Impl::CurrentState<MemorySpace>* state_;  // of the thread that made it
   use* outer_;                              // the thread's guard made before it, or null
@@ -136,44 +128,68 @@ template <class MemorySpace = default_memory_space>
 
 /// What `kbuf::scope` returns: a scope of the allocator that was current when it was made,
 /// which it resets when destroyed (also when an exception unwinds through it), or, when no
-/// allocator was current, a scope that does nothing. It keeps to the allocator it was opened
-/// on: a guard made inside it changes where later temporaries come from, not what it releases.
-/// Scopes of one allocator end in LIFO order, as `BufferAllocator::Scope`s do. Movable (a
-/// moved-from scope does nothing), not copyable.
+/// allocator was current, a scope that does nothing. While it is the calling thread's innermost
+/// open scope and its allocator is current, `kbuf::temporary` takes from that allocator: so
+/// every temporary it gives out is released by a scope, and temporaries taken anywhere else
+/// (outside every scope, or under a guard made inside the scope for another allocator) are plain
+/// Views. It keeps to the allocator it was opened on: a guard made inside it changes nothing of
+/// what it releases.
+///
+/// Like a guard it belongs to the thread that made it. Scopes of one allocator end in LIFO
+/// order, as `BufferAllocator::Scope`s do. Not copyable, not movable: `auto s = kbuf::scope();`
+/// holds it where it is made.
 template <class MemorySpace>
 class CurrentScope final {
  public:
   /// The allocator of its scopes.
   using allocator_type = BufferAllocator<MemorySpace>;
 
-  /// A scope of `*alloc` (its checkpoint now), or, for null, a scope that does nothing.
-  explicit CurrentScope(allocator_type* alloc) noexcept : alloc_(alloc) {
+  /// A scope of `*alloc` (its checkpoint now), or, for null, a scope that does nothing; the
+  /// calling thread's innermost scope from now on.
+  explicit CurrentScope(allocator_type* alloc) noexcept
+      : alloc_(alloc),
+        state_(&Impl::current_state<MemorySpace>()),
+        outer_(state_->innermost_scope) {
+    state_->innermost_scope = this;
     if (alloc != nullptr) scope_.emplace(alloc->scope());
   }
-
-  /// Takes over `other`'s scope; `other` then does nothing.
-  CurrentScope(CurrentScope&& other) noexcept
-      : alloc_(std::exchange(other.alloc_, nullptr)), scope_(std::move(other.scope_)) {
-    other.scope_.reset();
-  }
   CurrentScope(const CurrentScope&) = delete;
+  CurrentScope(CurrentScope&&) = delete;
   CurrentScope& operator=(const CurrentScope&) = delete;
   CurrentScope& operator=(CurrentScope&&) = delete;
   /// Resets its allocator to the checkpoint taken when it was made (nothing if none).
-  ~CurrentScope() = default;
+  ~CurrentScope() {
+#if KBUF_ENABLE_DEBUG
+    if (&Impl::current_state<MemorySpace>() != state_) {
+      Impl::debug_abort(
+          Impl::concat("kbuf::scope: a scope of allocator '",
+                       alloc_ != nullptr ? alloc_->label() : std::string("(none)"),
+                       "' was destroyed on another thread than the one that made it; a scope "
+                       "belongs to the thread that made it"));
+    }
+#endif
+    Impl::Chain::unlink(state_->innermost_scope, this);
+  }  // scope_ resets alloc_ now
 
   /// The allocator it resets, or null for a scope that does nothing.
-  [[nodiscard]] allocator_type* allocator() const noexcept { return alloc_; }
+  [[nodiscard]] allocator_type* allocator() const noexcept {
+    return alloc_;
+  }
 
  private:
-  allocator_type* alloc_ = nullptr;
+  friend struct Impl::Chain;
+
+  allocator_type* alloc_;
+  Impl::CurrentState<MemorySpace>* state_;  // of the thread that made it
+  CurrentScope* outer_;                     // the thread's scope made before it, or null
   std::optional<typename allocator_type::Scope> scope_;
 };
 
 /// A scope of the calling thread's current allocator for `MemorySpace`: every temporary taken
-/// from it after this call is released when the scope ends. With no current allocator, a
-/// scope that does nothing (the plain Views `kbuf::temporary` makes then free themselves).
-/// Open it where a call begins, before its temporaries:
+/// from it after this call is released when the scope ends, and only inside such a scope does
+/// `kbuf::temporary` take from the allocator. With no current allocator, a scope that does
+/// nothing (`kbuf::temporary` makes plain Views, which free themselves). Open it where a call
+/// begins, before its temporaries:
 /// @code
 /// auto scope = kbuf::scope<memory_space>();
 /// @endcode
@@ -183,6 +199,16 @@ template <class MemorySpace = default_memory_space>
 }
 
 namespace Impl {
+
+/// The allocator kbuf::temporary takes from: the current one, when the thread's innermost open
+/// kbuf::scope is one of it; else null.
+template <class MemorySpace>
+BufferAllocator<MemorySpace>* scoped_current() noexcept {
+  const CurrentState<MemorySpace>& state = current_state<MemorySpace>();
+  if (state.innermost == nullptr || state.innermost_scope == nullptr) return nullptr;
+  BufferAllocator<MemorySpace>* alloc = &state.innermost->allocator();
+  return state.innermost_scope->allocator() == alloc ? alloc : nullptr;
+}
 
 /// kbuf::temporary for a label given as a C string.
 template <class DataType, class Layout, class MemorySpace, class... Extents>
@@ -212,7 +238,7 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents
         },
         extents...);
   }
-  if (BufferAllocator<MemorySpace>* alloc = current<MemorySpace>()) {
+  if (BufferAllocator<MemorySpace>* alloc = scoped_current<MemorySpace>()) {
     const U u = alloc->template allocate<DataType, Layout>(extents...);
     return Impl::unmanaged_view<V>(u.data(), extents...);
   }
@@ -225,12 +251,14 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents
 /// A buffer of `DataType` in `Layout` (LayoutRight or LayoutLeft), one extent per runtime
 /// dimension, uninitialised, of the plain type `Kokkos::View<DataType, Layout, MemorySpace>`, so
 /// that it assigns to a library's own View members.
-/// - With a current allocator (`kbuf::use`): a temporary of it, released by the reset that
-///   releases it (the enclosing `kbuf::scope`); the View holds no reference count (Kokkos treats
-///   it as unmanaged: `use_count()` is 0, `label()` empty) and dangles after that reset, like
-///   every kbuf temporary.
-/// - Without one: a View allocated `Kokkos::view_alloc(label, Kokkos::WithoutInitializing)`,
-///   exactly what the library made before it adopted kbuf.
+/// - With a current allocator (`kbuf::use`), inside a `kbuf::scope` of it (the calling thread's
+///   innermost): a temporary of the allocator, released when that scope ends. The View holds
+///   no reference count (Kokkos treats it as unmanaged: `use_count()` is 0, `label()` empty)
+///   and dangles after that, like every kbuf temporary.
+/// - Otherwise (no current allocator, or no scope of it open): a View allocated
+///   `Kokkos::view_alloc(label, Kokkos::WithoutInitializing)`, exactly what the library made
+///   before it adopted kbuf. So an object made outside a call's scope, which may outlive it,
+///   never holds a temporary.
 /// A zero extent gives an empty View that holds no memory from the allocator. The value type
 /// must be trivially destructible.
 /// @throws kbuf::logic_error for a negative extent or a size that overflows `size_t`, naming

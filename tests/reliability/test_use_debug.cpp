@@ -1,7 +1,8 @@
-// kbuf::use's debug checks (compiled with KBUF_ENABLE_DEBUG=1): an allocator, or a pool, destroyed
-// while a guard still makes one of its allocators current, and a guard destroyed on another
-// thread than the one that made it, abort with a message naming the allocator. Each case runs in
-// a forked child (reliability_support.hpp), once without the misuse.
+// The debug checks of kbuf::use and kbuf::scope (compiled with KBUF_ENABLE_DEBUG=1): an
+// allocator, or a pool, destroyed while a guard still makes one of its allocators current, and a
+// guard or a scope destroyed on another thread than the one that made it, abort with a message
+// naming the allocator. Each case runs in a forked child (reliability_support.hpp), once without
+// the misuse.
 #include <doctest/doctest.h>
 
 #include "reliability_support.hpp"
@@ -73,5 +74,24 @@ TEST_CASE("debug: a kbuf::use guard destroyed on another thread aborts, naming i
   INFO(r.output);
   CHECK(r.aborted());
   CHECK(r.says("kbuf::use: the guard of allocator 'owned'"));
+  CHECK(r.says("destroyed on another thread than the one that made it"));
+}
+
+TEST_CASE("debug: a kbuf::scope destroyed on another thread aborts, naming its allocator") {
+  const auto body = [](bool misuse) {
+    Alloc alloc(Alloc::execution_space(), 1024, Alloc::default_alignment, "scoped");
+    Use guard(alloc);
+    auto scope = std::make_unique<kbuf::CurrentScope<Kokkos::HostSpace>>(&alloc);
+    if (misuse) {
+      std::thread([&] { scope.reset(); }).join();
+    } else {
+      scope.reset();
+    }
+  };
+  CHECK(run_in_child([&] { body(false); }).survived());
+  const ChildResult r = run_in_child([&] { body(true); });
+  INFO(r.output);
+  CHECK(r.aborted());
+  CHECK(r.says("kbuf::scope: a scope of allocator 'scoped'"));
   CHECK(r.says("destroyed on another thread than the one that made it"));
 }

@@ -256,46 +256,76 @@ TEST_CASE("a scope resets the allocator it was opened on, whatever is current wh
   kbuf::use ga(a);
   {
     auto scope = kbuf::scope<space>();  // of a
+    CHECK(scope.allocator() == &a);
     (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>("from a", 8);
     {
       kbuf::use gb(b);
-      (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>("from b", 8);
-      CHECK(b.checkpoint().depth() == 1);
+      {
+        auto inner = kbuf::scope<space>();  // of b
+        (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>("from b", 8);
+        CHECK(b.checkpoint().depth() == 1);
+      }
+      CHECK(b.empty());
+      // b is current, but the innermost scope is a's: a plain View, from neither.
+      const auto plain = kbuf::temporary<double*, Kokkos::LayoutRight, space>("plain", 8);
+      CHECK(plain.use_count() == 1);
+      CHECK(b.empty());
     }
     CHECK(a.checkpoint().depth() == 1);
-    kbuf::use gb_again(b);  // current again when the scope ends
+    kbuf::use gb_again(b);  // current when the scope ends
   }
   CHECK(a.empty());
-  CHECK(b.checkpoint().depth() == 1);  // not the scope's allocator: left alone
-  b.reset();
+  CHECK(b.empty());
+}
+
+TEST_CASE("outside every kbuf::scope, temporary is a plain View even under kbuf::use") {
+  Alloc alloc(4096);
+  kbuf::use current(alloc);
+  // An object made outside a call's scope may outlive it: it never holds a temporary.
+  const auto kept = kbuf::temporary<double*, Kokkos::LayoutRight, space>("kept", 16);
+  CHECK(kept.use_count() == 1);
+  CHECK(kept.label() == "kept");
+  CHECK(alloc.empty());
+  CHECK(alloc.statistics().temporaries == 0);
+  {
+    auto scope = kbuf::scope<space>();
+    const auto t = kbuf::temporary<double*, Kokkos::LayoutRight, space>("t", 16);
+    CHECK(t.use_count() == 0);
+    CHECK(alloc.is_live(t));
+  }
+  const auto again = kbuf::temporary<double*, Kokkos::LayoutRight, space>("again", 16);
+  CHECK(again.use_count() == 1);
+  CHECK(alloc.empty());
 }
 
 TEST_CASE(
-    "a scope opened with no current allocator does nothing, also for a guard made after "
-    "it") {
+    "a scope opened with no current allocator does nothing, and temporaries under a guard made "
+    "inside it are plain Views") {
   Alloc c(4096);
   {
     auto scope = kbuf::scope<space>();
+    CHECK(scope.allocator() == nullptr);
     kbuf::use gc(c);
-    (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>("late", 8);
-  }  // gc ends, then the scope, which has no allocator to reset
-  CHECK(c.checkpoint().depth() == 1);
-  c.reset();
+    const auto late = kbuf::temporary<double*, Kokkos::LayoutRight, space>("late", 8);
+    CHECK(late.use_count() == 1);
+  }
+  CHECK(c.empty());
+  CHECK(c.statistics().temporaries == 0);
 }
 
-TEST_CASE("a moved scope resets once, from its new owner") {
-  Alloc alloc(4096);
-  kbuf::use current(alloc);
-  auto outer = kbuf::scope<space>();
-  (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>("kept", 4);
-  {
-    auto first = kbuf::scope<space>();
-    (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>("released", 4);
-    auto second = std::move(first);
-    CHECK(first.allocator() == nullptr);
-    CHECK(second.allocator() == &alloc);
-  }
-  CHECK(alloc.checkpoint().depth() == 1);
+TEST_CASE("scopes that end out of order leave the newest live one innermost") {
+  Alloc a(4096);
+  kbuf::use ga(a);
+  std::optional<kbuf::CurrentScope<space>> none, first;
+  first.emplace(&a);
+  none.emplace(nullptr);  // innermost: a scope of no allocator
+  CHECK(kbuf::temporary<double*, Kokkos::LayoutRight, space>("plain", 4).use_count() == 1);
+  first.reset();  // the older one first: `none` stays innermost
+  CHECK(kbuf::temporary<double*, Kokkos::LayoutRight, space>("plain", 4).use_count() == 1);
+  none.reset();
+  CHECK(kbuf::temporary<double*, Kokkos::LayoutRight, space>("plain", 4).use_count() == 1);
+  auto again = kbuf::scope<space>();
+  CHECK(kbuf::temporary<double*, Kokkos::LayoutRight, space>("t", 4).use_count() == 0);
 }
 
 TEST_CASE("process_allocator gives each thread its own allocator, the same on every call") {

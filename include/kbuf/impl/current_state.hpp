@@ -20,14 +20,37 @@ namespace kbuf {
 
 template <class MemorySpace>
 class use;
+template <class MemorySpace>
+class CurrentScope;
 
 namespace Impl {
 
-/// One thread's `kbuf::use` guards for `MemorySpace`: the newest live one, which links to the
-/// one made before it. Trivial, so its `thread_local` needs no guard and no destructor.
+/// One thread's `kbuf::use` guards and `kbuf::scope`s for `MemorySpace`: the newest live one of
+/// each, which links to the one made before it (its `outer_`). Trivial, so its `thread_local`
+/// needs no guard and no destructor.
 template <class MemorySpace>
 struct CurrentState {
   use<MemorySpace>* innermost = nullptr;
+  CurrentScope<MemorySpace>* innermost_scope = nullptr;
+};
+
+/// The chains of guards and scopes: a node leaves its chain wherever it is in it (RAII objects
+/// leave from the newest end; one kept in an optional or on the heap may leave from the
+/// middle).
+struct Chain {
+  template <class Node>
+  static void unlink(Node*& innermost, Node* node) noexcept {
+    if (innermost == node) {
+      innermost = node->outer_;
+      return;
+    }
+    for (Node* n = innermost; n != nullptr; n = n->outer_) {
+      if (n->outer_ == node) {
+        n->outer_ = node->outer_;
+        return;
+      }
+    }
+  }
 };
 
 /// The calling thread's guards for `MemorySpace`.
