@@ -98,12 +98,14 @@ class CommunicationData {
   buffer_type recv_buffer_;
 
  private:
+  // [adopt_buffer]
   void reallocate(buffer_type& buffer, const char* label, std::size_t rows) const {
     // kbuf: was Kokkos::realloc(buffer, rows, data_.extent(1)), which allocates and zero-fills
     buffer =
         kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>(label, rows, data_.extent(1));
     Kokkos::deep_copy(buffer, 0.0);
   }
+  // [adopt_buffer]
 };
 
 class Gather : public CommunicationData {
@@ -142,11 +144,13 @@ class Scatter : public CommunicationData {
 
 }  // namespace
 
+// [adopt_scope]
 void gather(const Halo& halo, const Data& data) {
   auto scope = kbuf::scope<memory_space>();  // kbuf: releases this call's buffers at '}'
   Gather g(halo, data);
   g.apply();
 }
+// [adopt_scope]
 
 void scatter(const Halo& halo, const Data& data) {
   auto scope = kbuf::scope<memory_space>();  // kbuf: releases this call's buffers at '}'
