@@ -6,8 +6,9 @@
 /// sees takes them with `kbuf::temporary` under a `kbuf::scope`; until its caller says otherwise
 /// these are the plain Views it made before. A caller makes an allocator (or each thread's
 /// allocator of a pool) the current one of its thread with a `kbuf::use` guard, and the
-/// library's buffers then come from it. `kbuf::process_allocator` is an allocator for code that
-/// has no `main` to own one: made on first use, ended by `Kokkos::finalize`.
+/// library's buffers then come from it, released when the library's scopes end (docs/dropin.md).
+/// `kbuf::process_allocator` is an allocator for code that has no `main` to own one: made on first
+/// use, ended by `Kokkos::finalize`.
 ///
 /// @code
 /// // In the library, where it allocated per call:
@@ -18,7 +19,7 @@
 ///   ...
 /// }
 /// // In the caller, once:
-/// kbuf::use current(alloc);  // or kbuf::use current(pool), or (kbuf::process_allocator())
+/// kbuf::use current(alloc);  // or (pool), or (kbuf::process_allocator())
 /// @endcode
 
 #include <cstddef>
@@ -42,9 +43,9 @@
 namespace kbuf {
 
 /// A guard that makes an allocator the calling thread's current allocator for `MemorySpace`
-/// while it lives: `kbuf::current<MemorySpace>()` returns it, and `kbuf::temporary` and
-/// `kbuf::scope` use it. Guards nest: the newest live guard of a thread wins, and when it ends
-/// the one made before it is current again.
+/// while it lives: `kbuf::current<MemorySpace>()` returns it, `kbuf::scope` opens scopes of it
+/// and `kbuf::temporary` takes from it inside them. Guards nest: the newest live guard of a thread
+/// wins, and when it ends the one made before it is current again.
 ///
 /// @code
 /// kbuf::use current(alloc);  // MemorySpace deduced from the allocator
