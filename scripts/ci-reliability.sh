@@ -83,7 +83,8 @@ if has_stage tsan; then
   # add_test whose executable is not built here; a doctest executable not built registers no
   # test at all, so each one labelled "threads" must be listed (the check below says which).
   tsan_targets=(kbuf-test-pool kbuf-test-pool-exclusive kbuf-test-pool-kernels kbuf-test-pool-hot-path
-                kbuf-test-pool-debug kbuf-test-limit kbuf-instances-threads kbuf-test-workspace-claims)
+                kbuf-test-pool-debug kbuf-test-limit kbuf-instances-threads kbuf-test-workspace-claims
+                kbuf-test-current kbuf-test-dropin kbuf-test-dropin-finalize kbuf-test-use-debug)
   missing=$(python3 scripts/tsan_targets_missing.py "${tsan_targets[@]}")
   if [ -n "$missing" ]; then
     echo "ci-reliability: labelled threads in tests/ but not in tsan_targets: $missing" >&2

@@ -38,6 +38,9 @@ namespace kbuf {
 template <class MemorySpace>
 class AllocatorPool;
 
+template <class MemorySpace>
+class use;
+
 /// A buffer allocator for temporaries in the memory space `MemorySpace`.
 ///
 /// Every temporary is an unmanaged `Kokkos::View` over the allocator's buffer at an offset whose
@@ -177,7 +180,8 @@ class BufferAllocator final {
   BufferAllocator& operator=(BufferAllocator&&) = delete;
 
   /// Fences the bound instance, then frees the buffer and all fallbacks. Must run before
-  /// `Kokkos::finalize`. Never throws. With `KBUF_ENABLE_DEBUG`, aborts if scopes are live.
+  /// `Kokkos::finalize`. Never throws. With `KBUF_ENABLE_DEBUG`, aborts if scopes are live or a
+  /// `kbuf::use` guard still makes it a thread's current allocator.
   ~BufferAllocator() {
 #if KBUF_ENABLE_DEBUG
     if (live_scopes_ != 0) {
@@ -186,6 +190,14 @@ class BufferAllocator final {
                                      live_scopes_,
                                      " of its scopes are live; end every scope "
                                      "before its allocator"));
+    }
+    if (live_uses_ != 0) {
+      Impl::debug_abort(
+          Impl::concat("kbuf::BufferAllocator '", label_, "' (", static_cast<const void*>(this),
+                       ") destroyed while ",
+                       Impl::count_of{live_uses_, "kbuf::use guard makes", "kbuf::use guards make"},
+                       " it a thread's current allocator; end every guard "
+                       "before its allocator"));
     }
 #endif
     if (reporter_ != nullptr) report_released(0);
@@ -228,7 +240,7 @@ class BufferAllocator final {
     // Extents below a bound that makes every check moot take one test (fast_byte_count); the
     // others go to the cold path: negative extents, extents V cannot hold, a size that
     // overflows (kbuf::logic_error), and whatever the exact check lets through.
-    std::size_t nbytes;
+    std::size_t nbytes = 0;  // set by fast_byte_count when it returns true
     void* p;
     const bool fast = Impl::fast_byte_count<DataType, V>(nbytes, extents...);
     if (KBUF_IMPL_UNLIKELY(!fast)) {
@@ -453,6 +465,14 @@ class BufferAllocator final {
     return passthrough_;
   }
 
+  /// True when the allocator reports each temporary and its release to Kokkos Tools (in the
+  /// space `kbuf:<label>`): decided when it was made, from whether a tool was loaded then and
+  /// the switch `KBUF_TOOLS_REPORT` (environment variable `0`/`1`, else the CMake option of the
+  /// same name, ON by default).
+  [[nodiscard]] bool reports_to_tools() const noexcept {
+    return reporter_ != nullptr;
+  }
+
   /// Starts a new measurement region: every counter of `statistics()` restarts from zero and
   /// the peaks from what is live now. The high-water mark (the growth target) is kept.
   void reset_peaks() noexcept {
@@ -532,6 +552,8 @@ class BufferAllocator final {
 
   template <class>
   friend class AllocatorPool;
+  template <class>
+  friend class use;
 
   // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
   BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
@@ -888,6 +910,7 @@ class BufferAllocator final {
   mutable std::size_t nmarks_ = 0;
   std::size_t mark_capacity_ = 0;
   std::size_t live_scopes_ = 0;
+  std::size_t live_uses_ = 0;  // kbuf::use guards naming it (counted with KBUF_ENABLE_DEBUG only)
   Statistics stats_;
   std::uint64_t numbered_base_ = 0;  // released_ + depth_ when the measurement region began
                                      // (reset_peaks)

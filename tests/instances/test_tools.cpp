@@ -54,6 +54,36 @@ std::uint64_t peak_live_bytes(const ToolRecorder& rec) {
   return peak;
 }
 
+// Sets an environment variable while it lives (allocators read KBUF_TOOLS_REPORT when made).
+class EnvSetting {
+ public:
+  EnvSetting(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  EnvSetting(const EnvSetting&) = delete;
+  EnvSetting& operator=(const EnvSetting&) = delete;
+  ~EnvSetting() {
+    if (had_) {
+      ::setenv(name_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
 // Each team takes a few doubles from its arena and writes one.
 struct TakeInKernel {
   kbuf::Workspace<space> ws;
@@ -203,4 +233,46 @@ TEST_CASE("a pool's allocators report in spaces named for them") {
   REQUIRE(temps.size() == 1);
   CHECK(temps[0].space == "kbuf:pool[0]");
   CHECK(rec.count(is_release) == 1);
+}
+
+TEST_CASE(
+    "KBUF_TOOLS_REPORT=0, read when an allocator is made, keeps its temporaries from a "
+    "loaded tool, which still sees every real allocation") {
+  ToolRecorder rec;
+  const auto run = [&rec](const char* setting) {
+    const EnvSetting env("KBUF_TOOLS_REPORT", setting);
+    Alloc alloc(Alloc::execution_space(), 1_KiB, Alloc::default_alignment, "switch");
+    kbuf::AllocatorPool<space> pool(1_KiB, Alloc::default_alignment, "switch-pool");
+    rec.clear();
+    {
+      auto s = alloc.scope();
+      (void)alloc.allocate<double*>(10);
+      (void)alloc.allocate<double*>(1000);  // 8000 bytes: a fallback, a real allocation
+      auto p = pool.local().scope();
+      (void)pool.local().allocate<double*>(10);
+    }
+    INFO("KBUF_TOOLS_REPORT=", (setting != nullptr ? setting : "(unset)"), "\n", rec.describe());
+    const bool reports = alloc.reports_to_tools();
+    CHECK(pool.local().reports_to_tools() == reports);
+    CHECK(rec.count(is_temporary) == (reports ? 3 : 0));
+    CHECK(rec.count(is_release) == (reports ? 3 : 0));
+    // The fallback and the pool's first buffer are real: reported either way.
+    CHECK(rec.count([](const ToolEvent& e) {
+      return e.kind == ToolEvent::allocation && e.name == "switch::fallback";
+    }) == 1);
+    CHECK(rec.count([](const ToolEvent& e) {
+      return e.kind == ToolEvent::allocation && e.name == "switch-pool[0]::buffer";
+    }) == 1);
+    return reports;
+  };
+  CHECK_FALSE(run("0"));
+  CHECK(run("1"));
+  CHECK(run(nullptr) == (KBUF_TOOLS_REPORT != 0));  // unset: the configured default
+  CHECK(run("") == (KBUF_TOOLS_REPORT != 0));       // empty: the same
+}
+
+TEST_CASE("without a tool loaded no allocator reports, whatever KBUF_TOOLS_REPORT says") {
+  const EnvSetting env("KBUF_TOOLS_REPORT", "1");
+  Alloc alloc(1_KiB);
+  CHECK_FALSE(alloc.reports_to_tools());
 }

@@ -63,14 +63,11 @@ inline constexpr std::uint64_t max_32_bit_extent = 0xFFFFFFFFu;
 template <class View>
 inline constexpr bool extents_held_in_32_bits = view_extents_are_32bit<View>;
 
-/// Raises the `kbuf::logic_error` for extents that `checked_byte_count` refused, with a message
-/// naming `call`, the allocator's `label` and the offending extent (or the size).
+/// What is wrong with extents that `checked_byte_count` refused: the offending extent, or the
+/// size that overflows.
 template <class DataType, class View, class... Extents>
-[[noreturn]] KBUF_IMPL_COLD void throw_bad_extents(const char* call, const std::string& label,
-                                                   Extents... extents) {
+KBUF_IMPL_COLD std::string bad_extents_reason(Extents... extents) {
   using T = typename View::value_type;
-  const std::string head =
-      concat(call, "(", joined(", ", extents...), ") on allocator '", label, "': ");
   std::size_t i = 0;
   bool found = false;
   std::string why;
@@ -101,7 +98,16 @@ template <class DataType, class View, class... Extents>
     why = concat("the size, ", joined(" x ", bytes_per_entry, extents...),
                  " bytes, overflows size_t");
   }
-  throw_logic_error(head, why);
+  return why;
+}
+
+/// Raises the `kbuf::logic_error` for extents that `checked_byte_count` refused, with a message
+/// naming `call`, the allocator's `label` and the offending extent (or the size).
+template <class DataType, class View, class... Extents>
+[[noreturn]] KBUF_IMPL_COLD void throw_bad_extents(const char* call, const std::string& label,
+                                                   Extents... extents) {
+  throw_logic_error(call, "(", joined(", ", extents...), ") on allocator '", label,
+                    "': ", bad_extents_reason<DataType, View>(extents...));
 }
 
 /// ceil(log2(n)) for n >= 1.

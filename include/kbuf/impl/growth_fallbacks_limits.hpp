@@ -16,7 +16,8 @@ void BufferAllocator<MemorySpace>::init(std::size_t sizehint) {
   KBUF_EXPECTS(is_power_of_two(alignment_), "kbuf::BufferAllocator: cannot make allocator '",
                label_, "' with alignment = ", alignment_, ": the alignment must be a power of two");
   const std::size_t capacity = passthrough_ ? 0 : buffer_size(sizehint);
-  if (Impl::tool_loaded()) {  // before anything decides the hot path: it is off with a tool
+  // Before anything decides the hot path: it is off while the allocator reports to a tool.
+  if (Impl::tool_loaded() && Impl::tools_report_requested()) {
     reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
   }
   grow_marks(initial_mark_capacity);

@@ -4,14 +4,23 @@
 /// @file
 /// Temporaries visible to Kokkos Tools: when a tool is loaded as an allocator is made, each of
 /// its temporaries and each release is reported through Kokkos' public profiling interface
-/// (`allocateData`/`deallocateData`) in a space of its own, "kbuf:<label>". Not part of the API.
+/// (`allocateData`/`deallocateData`) in a space of its own, "kbuf:<label>", unless
+/// `KBUF_TOOLS_REPORT=0` (or the CMake option of that name) turned the reports off. Not part of
+/// the API.
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 #include <Kokkos_Core.hpp>
+
+#include <kbuf/config.hpp>
+
+#ifndef KBUF_TOOLS_REPORT
+#define KBUF_TOOLS_REPORT 1
+#endif
 
 namespace kbuf {
 namespace Impl {
@@ -19,6 +28,15 @@ namespace Impl {
 /// Whether a Kokkos Tools library is loaded (or tool callbacks are set) now.
 inline bool tool_loaded() noexcept {
   return Kokkos::Profiling::profileLibraryLoaded();
+}
+
+/// True when an allocator made now reports its temporaries to a loaded tool:
+/// `KBUF_TOOLS_REPORT=0` turns the reports off, any other value on; unset or empty, the
+/// configured default holds (CMake option `KBUF_TOOLS_REPORT`, ON unless set OFF).
+inline bool tools_report_requested() noexcept {
+  const char* value = std::getenv("KBUF_TOOLS_REPORT");
+  if (value == nullptr || value[0] == '\0') return KBUF_TOOLS_REPORT != 0;
+  return !(value[0] == '0' && value[1] == '\0');
 }
 
 /// The reporting of one allocator: the space handle, and the address and size of every live
