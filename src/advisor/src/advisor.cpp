@@ -190,8 +190,8 @@ struct ThreadState {
 // A temporary the replay holds. One freed while a newer one is live stays held (dead) until
 // every newer one is freed too, as a kbuf scope around them would release them together.
 struct Held {
-  Replay::Point point;       // the replay's point before it
-  std::uint64_t free_kernel;  // its thread's kernel count when the program freed it
+  Replay::Point point;            // the replay's point before it
+  std::uint64_t free_kernel;      // its thread's kernel count when the program freed it
   std::uint64_t min_free_kernel;  // the least free_kernel of it and the ones below it
   bool dead;
 };
@@ -282,7 +282,8 @@ struct Advisor::State {
   }
 
   // A label or region entry; past max_names, the shared "(other)" one.
-  std::uint32_t intern(std::vector<Named>& table, std::unordered_map<std::string, std::uint32_t>& index,
+  std::uint32_t intern(std::vector<Named>& table,
+                       std::unordered_map<std::string, std::uint32_t>& index,
                        const std::string& space, const char* name) {
     std::string key = space;
     key += '\0';
@@ -438,8 +439,8 @@ struct Advisor::State {
       Pending& p = it->second;
       if (!e.free) {
         if (!p.decided) {
-          const bool known = p.freed ||
-                             threads[p.thread].kernels - p.kernel_at > settings.max_kernels;
+          const bool known =
+              p.freed || threads[p.thread].kernels - p.kernel_at > settings.max_kernels;
           if (!known && !drain && queue.size() <= settings.window) return;
           decide(p, drain && !p.freed);
         }
@@ -478,7 +479,9 @@ std::uint32_t this_thread() {
   }();
   return id;
 }
-bool is_kbuf_space(const char* space) { return std::strncmp(space, "kbuf:", 5) == 0; }
+bool is_kbuf_space(const char* space) {
+  return std::strncmp(space, "kbuf:", 5) == 0;
+}
 }  // namespace
 
 Advisor::Advisor(Settings settings) : state_(std::make_unique<State>(std::move(settings))) {}

@@ -115,10 +115,10 @@ std::string format_report(const Results& r) {
   std::ostringstream o;
   const std::size_t top = r.settings.top;
   o << "\n== kbuf-advisor: " << r.allocations << " allocations (" << human_bytes(r.bytes) << "), "
-    << r.deallocations << " deallocations, " << r.kernels << " kernels, " << r.fences
-    << " fences, " << r.deep_copies << " deep copies (" << human_bytes(r.deep_copy_bytes)
-    << "), " << r.pushes << " regions, " << r.threads << " host thread"
-    << (r.threads == 1 ? "" : "s") << ", " << printf_string("%.2f s", r.seconds) << "\n";
+    << r.deallocations << " deallocations, " << r.kernels << " kernels, " << r.fences << " fences, "
+    << r.deep_copies << " deep copies (" << human_bytes(r.deep_copy_bytes) << "), " << r.pushes
+    << " regions, " << r.threads << " host thread" << (r.threads == 1 ? "" : "s") << ", "
+    << printf_string("%.2f s", r.seconds) << "\n";
   for (const std::string& w : r.warnings) o << "   note: " << w << "\n";
   o << printf_string("  %-22s %12s %13s %12s %12s\n", "memory space", "allocations",
                      "deallocations", "bytes", "peak held");
@@ -141,17 +141,15 @@ std::string format_report(const Results& r) {
   }
 
   const auto table = [&](const char* title, const std::vector<Named>& rows, bool regions) {
-    o << "\n== " << title << " (" << std::min(rows.size(), top) << " of " << rows.size()
-      << ")\n";
+    o << "\n== " << title << " (" << std::min(rows.size(), top) << " of " << rows.size() << ")\n";
     o << printf_string("  %9s %10s %8s %8s %9s %7s %9s %9s  %s\n", "count", "bytes", "kern p50",
                        "kern p90", "time p50", "LIFO", "kbuf", regions ? "peak" : "buffer",
                        regions ? "region (instances)" : "label [space]");
     for (std::size_t i = 0; i < rows.size() && i < top; ++i) {
       const Named& n = rows[i];
       const Aggregate& a = n.a;
-      const std::string name =
-          regions ? clean(n.name) + " (" + std::to_string(n.instances) + ")"
-                  : "'" + clean(n.name) + "' [" + clean(n.space) + "]";
+      const std::string name = regions ? clean(n.name) + " (" + std::to_string(n.instances) + ")"
+                                       : "'" + clean(n.name) + "' [" + clean(n.space) + "]";
       o << printf_string(
           "  %9llu %10s %8s %8s %9s %7s %9llu %9s  %s\n", static_cast<unsigned long long>(a.count),
           human_bytes(static_cast<double>(a.bytes)).c_str(),
@@ -224,8 +222,8 @@ std::string format_report(const Results& r) {
   if (r.trace_dropped != 0 || r.names_dropped != 0) {
     o << "\n  kept bounded: ";
     if (r.trace_dropped != 0) {
-      o << r.trace_dropped << " trace events left out (KBUF_ADVISOR_TRACE_EVENTS="
-        << r.settings.trace_events << ")";
+      o << r.trace_dropped
+        << " trace events left out (KBUF_ADVISOR_TRACE_EVENTS=" << r.settings.trace_events << ")";
     }
     if (r.names_dropped != 0) {
       o << (r.trace_dropped != 0 ? "; " : "") << r.names_dropped
@@ -344,7 +342,7 @@ std::string format_json(const Results& r) {
 }
 
 std::string format_svg(const Results& r) {
-  const double width = 960, height = 440, left = 90, right = 30, top = 70, bottom = 60;
+  const double width = 960, height = 460, left = 90, right = 30, top = 90, bottom = 60;
   const double pw = width - left - right, ph = height - top - bottom;
   double tmax = r.seconds;
   std::uint64_t ymax_raw = 1;
@@ -353,13 +351,16 @@ std::string format_svg(const Results& r) {
     ymax_raw = std::max<std::uint64_t>(ymax_raw, p.temporaries + p.others);
   }
   if (tmax <= 0) tmax = 1e-6;
-  // A round top for the y axis: 1, 2, 2.5, 5 or 10 times a power of ten bytes.
+  // A round top for the y axis: 1, 2, 2.5, 4, 5, 8 or 10 times a power of 1024 bytes, so the
+  // five ticks read as whole KiB or MiB.
   const double raw = static_cast<double>(ymax_raw) * 1.05;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  double ymax = mag;
-  for (double f : {1.0, 2.0, 2.5, 5.0, 10.0}) {
-    if (f * mag >= raw) {
-      ymax = f * mag;
+  double unit = 1;
+  while (unit * 1024 <= raw) unit *= 1024;
+  double ymax = unit;
+  for (double f : {1.0,  2.0,  2.5,   4.0,   5.0,   8.0,   10.0,  20.0,  25.0,   40.0,
+                   50.0, 80.0, 100.0, 200.0, 250.0, 400.0, 500.0, 800.0, 1000.0, 1024.0}) {
+    if (f * unit >= raw) {
+      ymax = f * unit;
       break;
     }
   }
@@ -373,8 +374,8 @@ std::string format_svg(const Results& r) {
   o << "<text x=\"" << left << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">"
     << "Memory held over time (kbuf-advisor)</text>\n";
   o << "<text x=\"" << left << "\" y=\"44\" fill=\"#444\">" << r.allocations << " allocations, "
-    << xml_escape(human_bytes(static_cast<double>(r.bytes))) << "; kbuf would serve "
-    << r.served() << " temporaries from a buffer of "
+    << xml_escape(human_bytes(static_cast<double>(r.bytes))) << "; kbuf would serve " << r.served()
+    << " temporaries from a buffer of "
     << xml_escape(human_bytes(static_cast<double>(r.capacity()))) << " and avoid "
     << r.allocations_avoided() << " allocations</text>\n";
   // Grid and axes.
@@ -431,19 +432,19 @@ std::string format_svg(const Results& r) {
   o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
     << "\" fill=\"none\" stroke=\"#888\"/>\n";
   // Legend.
-  const double lx = left + pw - 330, ly = 52;
+  const double lx = left, ly = 68;
   o << "<rect x=\"" << lx << "\" y=\"" << ly - 9 << "\" width=\"10\" height=\"10\" "
     << "fill=\"#f28e2b\"/><text x=\"" << lx + 14 << "\" y=\"" << ly << "\">temporaries</text>\n";
   o << "<rect x=\"" << lx + 100 << "\" y=\"" << ly - 9 << "\" width=\"10\" height=\"10\" "
-    << "fill=\"#4e79a7\"/><text x=\"" << lx + 114 << "\" y=\"" << ly
-    << "\">the rest</text>\n";
+    << "fill=\"#4e79a7\"/><text x=\"" << lx + 114 << "\" y=\"" << ly << "\">the rest</text>\n";
   o << "<line x1=\"" << lx + 180 << "\" y1=\"" << ly - 4 << "\" x2=\"" << lx + 200 << "\" y2=\""
     << ly - 4 << "\" stroke=\"#e15759\" stroke-dasharray=\"6,4\"/><text x=\"" << lx + 204
     << "\" y=\"" << ly << "\">kbuf buffer</text>\n";
   if (!r.markers.empty()) {
-    o << "<text x=\"" << left << "\" y=\"" << top + ph + 36 << "\" font-size=\"10\" fill=\"#2f6f2a\">"
-      << "dotted: starts of profiling regions"
-      << (r.markers.size() > 24 ? " (a sample)" : "") << "</text>\n";
+    o << "<text x=\"" << left << "\" y=\"" << top + ph + 36
+      << "\" font-size=\"10\" fill=\"#2f6f2a\">"
+      << "dotted: starts of profiling regions" << (r.markers.size() > 24 ? " (a sample)" : "")
+      << "</text>\n";
   }
   o << "</svg>\n";
   return o.str();
@@ -487,14 +488,14 @@ std::string format_trace(const Results& r) {
   json j;
   j["traceEvents"] = events;
   j["displayTimeUnit"] = "ms";
-  j["otherData"] = {{"tool", "kbuf-advisor"},
-                    {"events_left_out", r.trace_dropped},
-                    {"note", r.trace_dropped == 0
-                                 ? "every kernel, region, fence and deep copy"
-                                 : "the first " + std::to_string(r.trace.size()) +
-                                       " kernels, regions, fences and deep copies; " +
-                                       std::to_string(r.trace_dropped) +
-                                       " later ones left out (KBUF_ADVISOR_TRACE_EVENTS)"}};
+  j["otherData"] = {
+      {"tool", "kbuf-advisor"},
+      {"events_left_out", r.trace_dropped},
+      {"note", r.trace_dropped == 0 ? "every kernel, region, fence and deep copy"
+                                    : "the first " + std::to_string(r.trace.size()) +
+                                          " kernels, regions, fences and deep copies; " +
+                                          std::to_string(r.trace_dropped) +
+                                          " later ones left out (KBUF_ADVISOR_TRACE_EVENTS)"}};
   return j.dump() + "\n";
 }
 

@@ -110,18 +110,17 @@ KBUF_ADVISOR_EXPORT void kokkosp_allocate_data(const SpaceHandle space, const ch
 }
 
 KBUF_ADVISOR_EXPORT void kokkosp_deallocate_data(const SpaceHandle space, const char* label,
-                                                 const void* const ptr,
-                                                 const std::uint64_t size) {
+                                                 const void* const ptr, const std::uint64_t size) {
   with_advisor([&](kbuf_advisor::Advisor& a) { a.deallocate(space.name, label, ptr, size); });
 }
 
-#define KBUF_ADVISOR_KERNEL(kind)                                                             \
-  KBUF_ADVISOR_EXPORT void kokkosp_begin_##kind(const char* name, const std::uint32_t,       \
-                                                std::uint64_t* id) {                          \
-    *id = with_advisor([&](kbuf_advisor::Advisor& a) { return a.begin_kernel(name); });      \
-  }                                                                                           \
-  KBUF_ADVISOR_EXPORT void kokkosp_end_##kind(const std::uint64_t id) {                      \
-    with_advisor([&](kbuf_advisor::Advisor& a) { a.end_kernel(id); });                        \
+#define KBUF_ADVISOR_KERNEL(kind)                                                       \
+  KBUF_ADVISOR_EXPORT void kokkosp_begin_##kind(const char* name, const std::uint32_t,  \
+                                                std::uint64_t* id) {                    \
+    *id = with_advisor([&](kbuf_advisor::Advisor& a) { return a.begin_kernel(name); }); \
+  }                                                                                     \
+  KBUF_ADVISOR_EXPORT void kokkosp_end_##kind(const std::uint64_t id) {                 \
+    with_advisor([&](kbuf_advisor::Advisor& a) { a.end_kernel(id); });                  \
   }
 KBUF_ADVISOR_KERNEL(parallel_for)
 KBUF_ADVISOR_KERNEL(parallel_reduce)
@@ -145,9 +144,8 @@ KBUF_ADVISOR_EXPORT void kokkosp_end_fence(const std::uint64_t id) {
   with_advisor([&](kbuf_advisor::Advisor& a) { a.end_fence(id); });
 }
 
-KBUF_ADVISOR_EXPORT void kokkosp_begin_deep_copy(SpaceHandle, const char*, const void*,
-                                                 SpaceHandle, const char*, const void*,
-                                                 std::uint64_t size) {
+KBUF_ADVISOR_EXPORT void kokkosp_begin_deep_copy(SpaceHandle, const char*, const void*, SpaceHandle,
+                                                 const char*, const void*, std::uint64_t size) {
   with_advisor([&](kbuf_advisor::Advisor& a) { a.begin_deep_copy(size); });
 }
 

@@ -23,16 +23,16 @@ namespace kbuf_advisor {
 
 /// The settings, each from an environment variable (read once, at load).
 struct Settings {
-  std::string output;                    ///< KBUF_ADVISOR_OUTPUT: folder of the three files
-  std::size_t max_kernels = 8;           ///< KBUF_ADVISOR_KERNELS: a temporary lives at most
-                                         ///< this many kernels of its thread
-  std::size_t max_hold = 8;              ///< KBUF_ADVISOR_HOLD: kernels a temporary freed out
-                                         ///< of LIFO order may stay held past its free
-  std::size_t window = 65536;            ///< KBUF_ADVISOR_WINDOW: events awaiting a verdict
-  std::size_t trace_events = 200000;     ///< KBUF_ADVISOR_TRACE_EVENTS: trace size cap
-  std::size_t max_names = 4096;          ///< KBUF_ADVISOR_NAMES: labels, regions, kernels kept
-  std::size_t top = 12;                  ///< KBUF_ADVISOR_TOP: rows per table in the report
-  std::string report = "stderr";         ///< KBUF_ADVISOR_REPORT: stderr, stdout or off
+  std::string output;                 ///< KBUF_ADVISOR_OUTPUT: folder of the three files
+  std::size_t max_kernels = 8;        ///< KBUF_ADVISOR_KERNELS: a temporary lives at most
+                                      ///< this many kernels of its thread
+  std::size_t max_hold = 8;           ///< KBUF_ADVISOR_HOLD: kernels a temporary freed out
+                                      ///< of LIFO order may stay held past its free
+  std::size_t window = 65536;         ///< KBUF_ADVISOR_WINDOW: events awaiting a verdict
+  std::size_t trace_events = 200000;  ///< KBUF_ADVISOR_TRACE_EVENTS: trace size cap
+  std::size_t max_names = 4096;       ///< KBUF_ADVISOR_NAMES: labels, regions, kernels kept
+  std::size_t top = 12;               ///< KBUF_ADVISOR_TOP: rows per table in the report
+  std::string report = "stderr";      ///< KBUF_ADVISOR_REPORT: stderr, stdout or off
 
   /// From the environment; a value that cannot be read keeps the default and adds a line to
   /// `warnings`.
@@ -135,8 +135,8 @@ struct Results {
   std::uint64_t threads = 0;
   std::vector<SpaceTotals> spaces;
   std::vector<KbufSpace> kbuf_spaces;
-  std::vector<Named> labels;   ///< most allocations first
-  std::vector<Named> regions;  ///< most allocations first
+  std::vector<Named> labels;        ///< most allocations first
+  std::vector<Named> regions;       ///< most allocations first
   std::uint64_t names_dropped = 0;  ///< events whose label or region went to "(other)"
   std::vector<ReplayResult> replays;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};

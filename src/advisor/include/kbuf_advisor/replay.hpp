@@ -34,8 +34,7 @@ class Replay {
       return Point{policy_.depth(), policy_.used()};
     }
     if (policy_.regrow_due()) {
-      const std::size_t capacity =
-          policy_.regrow_capacity(std::numeric_limits<std::size_t>::max());
+      const std::size_t capacity = policy_.regrow_capacity(std::numeric_limits<std::size_t>::max());
       const bool replace = capacity != policy_.capacity();
       if (replace) policy_.set_buffer(origin(), capacity);
       policy_.regrown(replace);
