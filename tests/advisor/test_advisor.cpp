@@ -26,7 +26,9 @@ using kbuf_advisor::Results;
 using kbuf_advisor::Settings;
 
 // Distinct fake addresses: the advisor never dereferences them.
-const void* address(std::uintptr_t i) { return reinterpret_cast<const void*>(0x10000 + 64 * i); }
+const void* address(std::uintptr_t i) {
+  return reinterpret_cast<const void*>(0x10000 + 64 * i);
+}
 
 std::uint64_t reason(const Results& r, Reason why) {
   return r.not_served[static_cast<std::size_t>(why)];
@@ -78,7 +80,8 @@ TEST_CASE("nested temporaries repeated three times: one buffer, two first-round 
   REQUIRE(r.labels.size() == 2);
   CHECK(r.labels[0].a.count == 3);
   CHECK(r.labels[0].a.lifo_frees == 3);
-  CHECK(r.labels[0].a.kernels.quantile(0.5) == doctest::Approx(r.labels[0].name == "inner" ? 1 : 3));
+  CHECK(r.labels[0].a.kernels.quantile(0.5) ==
+        doctest::Approx(r.labels[0].name == "inner" ? 1 : 3));
   const auto step = std::find_if(r.regions.begin(), r.regions.end(),
                                  [](const kbuf_advisor::Named& n) { return n.name == "step"; });
   REQUIRE(step != r.regions.end());
@@ -124,7 +127,8 @@ TEST_CASE("a temporary freed before a newer one is held until it goes, within th
   CHECK(reason(r, Reason::out_of_order) == 1);
 }
 
-TEST_CASE("an allocation never freed is live at the end, and a long wait is decided by the window") {
+TEST_CASE(
+    "an allocation never freed is live at the end, and a long wait is decided by the window") {
   Settings s;
   s.window = 8;
   Advisor a(s);
@@ -262,8 +266,8 @@ TEST_CASE("the three files: the JSON's fixed fields, the trace's format, the SVG
     if (ph == "X") {
       ++complete;
       CHECK(e.at("dur").get<double>() >= 0);
-      spans[e.at("tid").get<int>()].emplace_back(e.at("ts").get<double>(),
-                                                  e.at("ts").get<double>() + e.at("dur").get<double>());
+      spans[e.at("tid").get<int>()].emplace_back(
+          e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>());
     } else if (ph == "C") {
       ++counters;
       CHECK(e.at("ts").is_number());

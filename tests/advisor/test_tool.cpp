@@ -37,7 +37,9 @@ std::mutex counts_mutex;
 Counts counts;
 Kokkos::Tools::Experimental::EventSet previous;
 
-bool kbuf_space(const char* name) { return std::strncmp(name, "kbuf:", 5) == 0; }
+bool kbuf_space(const char* name) {
+  return std::strncmp(name, "kbuf:", 5) == 0;
+}
 
 void on_allocate(Kokkos::Tools::SpaceHandle h, const char* label, const void* p, std::uint64_t n) {
   if (previous.allocate_data != nullptr) previous.allocate_data(h, label, p, n);
@@ -72,7 +74,9 @@ void install_counter() {
   set_begin_parallel_reduce_callback(&on_begin<&EventSet::begin_parallel_reduce>);
   set_begin_parallel_scan_callback(&on_begin<&EventSet::begin_parallel_scan>);
 }
-void remove_counter() { Kokkos::Tools::Experimental::set_callbacks(previous); }
+void remove_counter() {
+  Kokkos::Tools::Experimental::set_callbacks(previous);
+}
 
 // ---- The program ----------------------------------------------------------------------------
 using View = Kokkos::View<double*, Kokkos::HostSpace>;
@@ -232,4 +236,6 @@ TEST_CASE("the time step's temporaries are served from one buffer, the state is 
   CHECK(region);
 }
 
-int main(int argc, char** argv) { return kbuf_test::run_doctest(argc, argv); }
+int main(int argc, char** argv) {
+  return kbuf_test::run_doctest(argc, argv);
+}
