@@ -1,18 +1,20 @@
 // kbuf-advisor's event sink: aggregates, verdicts and the replay. See advisor.hpp.
 //
-// How an allocation becomes a temporary of the replay. Allocations and frees enter one queue in
-// the order the program made them. The allocation at the head waits for its verdict: once it is
-// freed, it is a temporary if it lived at most max_kernels kernels of its thread, and the replay
-// serves it if its lifetime nests inside those of the temporaries the replay holds on that thread
-// and space (kbuf releases in LIFO order); once its thread has run more than max_kernels kernels
-// without freeing it, it lives too long. The queue is then processed in order, so the replay sees
-// the program's temporaries in the order the program took them. A head that waits longer than
-// `window` events is decided as it stands.
+// How an allocation becomes a temporary of the replay. Each host thread has its own queue: the
+// allocations it makes and the frees of them (whichever thread frees), in the order they came.
+// The allocation at the head of a thread's queue waits for its verdict: once it is freed, it is a
+// temporary if it lived at most max_kernels kernels of its thread, and the replay serves it if
+// its lifetime nests inside those of the temporaries the replay holds on that thread and space
+// (kbuf releases in LIFO order); once its thread has run more than max_kernels kernels without
+// freeing it, it lives too long; once its thread's queue holds more than `window` events, it
+// outlived the window. Each queue is then processed in order, so the replay of a thread sees
+// that thread's temporaries in the order it took them. Only the thread's own events (and the
+// frees of its allocations) move its queue: what other threads do, or how long they make this
+// one wait, changes no verdict.
 #include <kbuf_advisor/advisor.hpp>
 #include <kbuf_advisor/replay.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -117,7 +119,7 @@ const char* to_string(Reason r) noexcept {
     case Reason::live_at_end:
       return "live at the end";
     case Reason::window:
-      return "no verdict within the window";
+      return "outlived the window";
     case Reason::count:
       break;
   }
@@ -152,10 +154,11 @@ std::uint64_t Results::served() const noexcept {
 
 namespace {
 
-constexpr std::uint32_t no_region = 0;  // regions[0]: outside every region
-constexpr std::size_t series_points = 2048;
+constexpr std::uint32_t no_region = 0;              // regions[0]: outside every region
+constexpr std::size_t series_points = 2048;         // the merged series
+constexpr std::size_t thread_series_points = 1024;  // each host thread's series
 constexpr std::size_t marker_limit = 128;
-constexpr std::size_t max_threads = 1024;  // beyond: counted with the last one
+constexpr std::size_t max_threads = 1024;  // at once; beyond, the rest share the last slot
 constexpr std::size_t max_region_depth = 64;
 
 struct Pending {
@@ -163,7 +166,7 @@ struct Pending {
   std::uint64_t size = 0, kernel_at = 0;
   double t = 0;
   bool freed = false, decided = false, served = false, zero = false;
-  std::uint64_t free_seq = 0, lifetime_kernels = 0;
+  std::uint64_t lifetime_kernels = 0;
   std::uint32_t replay = 0;
   std::size_t slot = 0;  // its entry in the replay's stack
 };
@@ -180,11 +183,52 @@ struct OpenRegion {
   std::uint64_t peak;
 };
 
+// Points of (time, bytes held): at most `cap`, pairs merged (peaks kept) as it fills.
+struct Series {
+  std::vector<SeriesPoint> points;
+  std::uint64_t stride = 1, in_point = 0;
+
+  void add(double t, std::uint64_t temp, std::uint64_t other, std::size_t cap) {
+    if (in_point == 0) {
+      points.push_back(SeriesPoint{t, temp, other});
+    } else {
+      SeriesPoint& p = points.back();
+      p.temporaries = std::max(p.temporaries, temp);
+      p.others = std::max(p.others, other);
+    }
+    if (++in_point == stride) in_point = 0;
+    if (points.size() == cap && in_point == 0) halve();
+  }
+
+  void halve() {
+    for (std::size_t i = 0; 2 * i < points.size(); ++i) {
+      SeriesPoint a = points[2 * i];
+      if (2 * i + 1 < points.size()) {
+        const SeriesPoint& b = points[2 * i + 1];
+        a.temporaries = std::max(a.temporaries, b.temporaries);
+        a.others = std::max(a.others, b.others);
+      }
+      points[i] = a;
+    }
+    points.resize((points.size() + 1) / 2);
+    stride *= 2;
+  }
+};
+
+// One host thread (a slot: a thread that exits hands it to the next new one, as
+// kbuf::AllocatorPool hands an exited thread's allocator on).
 struct ThreadState {
   std::uint64_t kernels = 0;
+  std::uint64_t generation = 0;  // the thread holding the slot (ThreadSlot::generation)
   std::vector<OpenRegion> regions;
   std::vector<std::pair<std::uint32_t, double>> kernels_open, fences_open;
   std::vector<double> copies_open;
+  // This thread's allocations and the frees of them, in order; the head awaits its verdict.
+  std::deque<Entry> queue;
+  // Bytes this thread's decided allocations hold (temporaries of the replay, the rest), and
+  // their series.
+  std::uint64_t temp_held = 0, other_held = 0;
+  Series series;
 };
 
 // A temporary the replay holds. One freed while a newer one is live stays held (dead) until
@@ -210,6 +254,54 @@ std::size_t alignment_of(const std::string& space) {
   return space == "Host" ? 64 : 256;
 }
 
+// Host thread slots, for the whole process: a thread takes the lowest free one at its first
+// event and gives it back when it exits.
+struct ThreadSlots {
+  std::mutex mutex;
+  std::vector<std::uint32_t> free;  // given back, to be reused
+  std::uint32_t next = 0;
+  std::uint64_t generations = 0;
+};
+ThreadSlots& thread_slots() {
+  static ThreadSlots* slots = new ThreadSlots();  // never destroyed: threads may outlive statics
+  return *slots;
+}
+
+struct ThreadSlot {
+  std::uint32_t id;
+  std::uint64_t generation;
+  ThreadSlot() {
+    ThreadSlots& s = thread_slots();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    generation = ++s.generations;
+    if (!s.free.empty()) {
+      id = s.free.back();
+      s.free.pop_back();
+    } else if (s.next < max_threads - 1) {
+      id = s.next++;
+    } else {
+      id = static_cast<std::uint32_t>(max_threads - 1);  // shared by every thread beyond
+    }
+  }
+  ~ThreadSlot() {
+    if (id == max_threads - 1) return;
+    ThreadSlots& s = thread_slots();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.free.push_back(id);
+  }
+  ThreadSlot(const ThreadSlot&) = delete;
+  ThreadSlot& operator=(const ThreadSlot&) = delete;
+};
+
+const ThreadSlot& this_thread() {
+  thread_local const ThreadSlot slot;
+  return slot;
+}
+
+bool is_kbuf_space(const char* space) {
+  return std::strncmp(space, "kbuf:", 5) == 0;
+}
+
 }  // namespace
 
 struct Advisor::State {
@@ -223,10 +315,11 @@ struct Advisor::State {
   std::chrono::steady_clock::time_point t0;
   bool finished = false;
 
-  std::uint64_t seq = 0;  // events so far
+  std::uint64_t seq = 0;  // allocations so far
   std::uint64_t allocations = 0, deallocations = 0, bytes = 0, unmatched = 0;
   std::uint64_t kernels = 0, fences = 0, copies = 0, copy_bytes = 0, region_pushes = 0;
-  std::uint64_t held = 0;  // bytes held in real spaces
+  std::uint64_t held = 0;          // bytes held in real spaces
+  std::uint64_t threads_seen = 0;  // host threads that made an event
 
   std::vector<SpaceTotals> spaces;
   std::vector<KbufSpace> kbuf_spaces;
@@ -238,18 +331,13 @@ struct Advisor::State {
   std::vector<ThreadState> threads;
   std::unordered_map<const void*, std::uint64_t> live;  // pointer -> sequence number
   std::unordered_map<std::uint64_t, Pending> pending;
-  std::deque<Entry> queue;
-  std::size_t peak_pending = 0;
+  std::size_t peak_pending = 0;  // most events in one thread's queue
   std::map<std::uint64_t, std::set<std::uint64_t>> live_by_key;  // (thread, space): live seqs
 
   std::vector<ReplayState> replays;
   std::map<std::uint64_t, std::uint32_t> replay_index;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};
 
-  // The decided stream's bytes held, and its series.
-  std::uint64_t temp_held = 0, other_held = 0;
-  std::vector<SeriesPoint> series;
-  std::uint64_t stride = 1, in_point = 0;
   std::vector<Marker> markers;
   std::uint64_t marker_stride = 1, outer_regions = 0;
 
@@ -258,6 +346,16 @@ struct Advisor::State {
 
   double now() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // The calling thread's state (its slot's; a new thread in a reused slot is counted).
+  std::uint32_t thread_id(const ThreadSlot& slot) {
+    ThreadState& ts = thread(slot.id);
+    if (ts.generation != slot.generation) {
+      ts.generation = slot.generation;
+      ++threads_seen;
+    }
+    return slot.id;
   }
 
   ThreadState& thread(std::uint32_t t) {
@@ -349,30 +447,7 @@ struct Advisor::State {
     return replays.back();
   }
 
-  // ---- the decided stream ------------------------------------------------------------------
-
-  void point(double t) {
-    const std::uint64_t temp = temp_held, other = other_held;
-    if (in_point == 0) {
-      series.push_back(SeriesPoint{t, temp, other});
-    } else {
-      SeriesPoint& p = series.back();
-      p.temporaries = std::max(p.temporaries, temp);
-      p.others = std::max(p.others, other);
-    }
-    if (++in_point == stride) in_point = 0;
-    if (series.size() == series_points && in_point == 0) {  // halve: peaks kept
-      for (std::size_t i = 0; i < series_points / 2; ++i) {
-        SeriesPoint a = series[2 * i];
-        const SeriesPoint& b = series[2 * i + 1];
-        a.temporaries = std::max(a.temporaries, b.temporaries);
-        a.others = std::max(a.others, b.others);
-        series[i] = a;
-      }
-      series.resize(series_points / 2);
-      stride *= 2;
-    }
-  }
+  // ---- each thread's decided stream ---------------------------------------------------------
 
   void not_serve(Pending& p, Reason r) {
     p.decided = true;
@@ -383,12 +458,14 @@ struct Advisor::State {
     ++not_served[i];
   }
 
-  // The verdict on the allocation at the head (freed, or forced), and its place in the replay.
-  void decide(Pending& p, bool forced_live) {
+  // The verdict on the allocation at the head of its thread's queue (freed, or forced), and its
+  // place in the replay.
+  void decide(Pending& p, bool at_end) {
+    ThreadState& ts = threads[p.thread];
     if (!p.freed) {
-      if (forced_live) {
+      if (at_end) {
         not_serve(p, Reason::live_at_end);
-      } else if (threads[p.thread].kernels - p.kernel_at > settings.max_kernels) {
+      } else if (ts.kernels - p.kernel_at > settings.max_kernels) {
         not_serve(p, Reason::too_long);
       } else {
         not_serve(p, Reason::window);
@@ -399,7 +476,7 @@ struct Advisor::State {
       std::uint32_t index = 0;
       ReplayState& r = replay_for(p.thread, p.space, index);
       // Freed after temporaries the replay holds below it: they stay held until it is freed. Up
-      // to max_kernels kernels past their own free that is what a kbuf scope around them does;
+      // to max_hold kernels past their own free that is what a kbuf scope around them does;
       // beyond, it is not served.
       const std::uint64_t free_kernel = p.kernel_at + p.lifetime_kernels;
       if (!r.held.empty() && free_kernel > r.held.back().min_free_kernel &&
@@ -427,24 +504,26 @@ struct Advisor::State {
         }
       }
     }
-    (p.served ? temp_held : other_held) += p.size;
-    point(p.t);
+    (p.served ? ts.temp_held : ts.other_held) += p.size;
+    ts.series.add(p.t, ts.temp_held, ts.other_held, thread_series_points);
   }
 
-  // Processes the queue's head while its verdict is known (all of it when `drain`).
-  void process(bool drain) {
-    while (!queue.empty()) {
-      const Entry e = queue.front();
+  // Processes thread t's queue from its head while the head's verdict is known (all of it at
+  // the end).
+  void process(std::uint32_t t, bool at_end) {
+    ThreadState& ts = threads[t];
+    if (ts.queue.size() > peak_pending) peak_pending = ts.queue.size();
+    while (!ts.queue.empty()) {
+      const Entry e = ts.queue.front();
       const auto it = pending.find(e.seq);
       Pending& p = it->second;
       if (!e.free) {
         if (!p.decided) {
-          const bool known =
-              p.freed || threads[p.thread].kernels - p.kernel_at > settings.max_kernels;
-          if (!known && !drain && queue.size() <= settings.window) return;
-          decide(p, drain && !p.freed);
+          const bool known = p.freed || ts.kernels - p.kernel_at > settings.max_kernels;
+          if (!known && !at_end && ts.queue.size() <= settings.window) return;
+          decide(p, at_end && !p.freed);
         }
-        queue.pop_front();  // its record waits for its free (or the end)
+        ts.queue.pop_front();  // its record waits for its free (or the end)
         continue;
       }
       // A free: the allocation's verdict came before it.
@@ -457,38 +536,45 @@ struct Advisor::State {
           r.held.pop_back();
         }
       }
-      (p.served ? temp_held : other_held) -= p.size;
-      point(e.t);
+      (p.served ? ts.temp_held : ts.other_held) -= p.size;
+      ts.series.add(e.t, ts.temp_held, ts.other_held, thread_series_points);
       pending.erase(it);
-      queue.pop_front();
+      ts.queue.pop_front();
     }
   }
 
-  void after_event() {
-    if (queue.size() > peak_pending) peak_pending = queue.size();
-    process(false);
+  // The threads' series summed over time: each thread holds its last point's bytes until its
+  // next point. At most series_points points, pairs merged (peaks kept).
+  Series merged_series() const {
+    struct At {
+      double t;
+      std::uint32_t thread;
+      SeriesPoint p;
+    };
+    std::vector<At> all;
+    for (std::uint32_t t = 0; t < threads.size(); ++t) {
+      for (const SeriesPoint& p : threads[t].series.points) all.push_back(At{p.seconds, t, p});
+    }
+    std::stable_sort(all.begin(), all.end(), [](const At& a, const At& b) { return a.t < b.t; });
+    std::vector<SeriesPoint> current(threads.size());
+    SeriesPoint sum;
+    Series out;
+    for (const At& a : all) {
+      sum.temporaries += a.p.temporaries - current[a.thread].temporaries;
+      sum.others += a.p.others - current[a.thread].others;
+      current[a.thread] = a.p;
+      out.add(a.t, sum.temporaries, sum.others, series_points);
+    }
+    for (SeriesPoint& p : out.points) p.seconds = std::max(p.seconds, 0.0);
+    return out;
   }
 };
-
-namespace {
-std::atomic<std::uint32_t> next_thread{0};
-std::uint32_t this_thread() {
-  thread_local const std::uint32_t id = [] {
-    const std::uint32_t t = next_thread.fetch_add(1, std::memory_order_relaxed);
-    return t < max_threads ? t : static_cast<std::uint32_t>(max_threads - 1);
-  }();
-  return id;
-}
-bool is_kbuf_space(const char* space) {
-  return std::strncmp(space, "kbuf:", 5) == 0;
-}
-}  // namespace
 
 Advisor::Advisor(Settings settings) : state_(std::make_unique<State>(std::move(settings))) {}
 Advisor::~Advisor() = default;
 
 void Advisor::allocate(const char* space, const char* label, const void* ptr, std::uint64_t size) {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
@@ -501,6 +587,7 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
     k.peak_held = std::max(k.peak_held, k.held);
     return;
   }
+  const std::uint32_t t = s.thread_id(slot);
   const std::uint64_t seq = ++s.seq;
   const std::uint32_t sp = s.space_id(space);
   SpaceTotals& st = s.spaces[sp];
@@ -511,7 +598,7 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
   ++s.allocations;
   s.bytes += size;
   s.held += size;
-  ThreadState& ts = s.thread(t);
+  ThreadState& ts = s.threads[t];
   Pending p;
   p.label = s.intern(s.labels, s.label_index, space, label);
   p.region = ts.regions.empty() ? no_region : ts.regions.back().id;
@@ -536,8 +623,8 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
   s.live.emplace(ptr, seq);
   s.live_by_key[State::key(t, sp)].insert(seq);
   s.pending.emplace(seq, p);
-  s.queue.push_back(Entry{seq, false, now});
-  s.after_event();
+  ts.queue.push_back(Entry{seq, false, now});
+  s.process(t, false);
 }
 
 void Advisor::deallocate(const char* space, const char* label, const void* ptr,
@@ -553,7 +640,6 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
     k.held -= std::min(k.held, size);
     return;
   }
-  ++s.seq;
   ++s.deallocations;
   const std::uint32_t sp = s.space_id(space);
   ++s.spaces[sp].deallocations;
@@ -570,7 +656,8 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
   s.spaces[p.space].held -= p.size;
   s.held -= p.size;
   p.freed = true;
-  p.free_seq = s.seq;
+  // In kernels of the allocating thread, whichever thread frees it: the allocating thread's
+  // allocator would hold it.
   p.lifetime_kernels = s.threads[p.thread].kernels - p.kernel_at;
   std::set<std::uint64_t>& mine = s.live_by_key[State::key(p.thread, p.space)];
   const bool lifo = !mine.empty() && *mine.rbegin() == seq;
@@ -582,30 +669,34 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
     n->a.kernels.add(p.lifetime_kernels);
     n->a.micros.add(static_cast<std::uint64_t>(micros));
   }
-  s.queue.push_back(Entry{seq, true, now});
-  s.after_event();
+  const std::uint32_t owner = p.thread;
+  s.threads[owner].queue.push_back(Entry{seq, true, now});
+  s.process(owner, false);
 }
 
 std::uint64_t Advisor::begin_kernel(const char* name) {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return 0;
-  ThreadState& ts = s.thread(t);
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
   ++ts.kernels;
   ++s.kernels;
   ts.kernels_open.emplace_back(s.trace_name(name), s.now());
-  s.process(false);  // a kernel may tell that the head lives too long
+  // A kernel may tell that the head lives too long.
+  if (!ts.queue.empty()) s.process(t, false);
   return s.kernels;
 }
 
 void Advisor::end_kernel(std::uint64_t handle) {
   (void)handle;
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
-  ThreadState& ts = s.thread(t);
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
   if (ts.kernels_open.empty()) return;
   const auto [name, t0] = ts.kernels_open.back();
   ts.kernels_open.pop_back();
@@ -613,11 +704,12 @@ void Advisor::end_kernel(std::uint64_t handle) {
 }
 
 void Advisor::push_region(const char* name) {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
-  ThreadState& ts = s.thread(t);
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
   ++s.region_pushes;
   const std::uint32_t id = s.intern(s.regions, s.region_index, "", name);
   ++s.regions[id].instances;
@@ -641,11 +733,12 @@ void Advisor::push_region(const char* name) {
 }
 
 void Advisor::pop_region() {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
-  ThreadState& ts = s.thread(t);
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
   if (ts.regions.empty()) return;
   const OpenRegion r = ts.regions.back();
   ts.regions.pop_back();
@@ -655,22 +748,24 @@ void Advisor::pop_region() {
 }
 
 std::uint64_t Advisor::begin_fence(const char* name) {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return 0;
+  const std::uint32_t t = s.thread_id(slot);
   ++s.fences;
-  s.thread(t).fences_open.emplace_back(s.trace_name(name), s.now());
+  s.threads[t].fences_open.emplace_back(s.trace_name(name), s.now());
   return s.fences;
 }
 
 void Advisor::end_fence(std::uint64_t handle) {
   (void)handle;
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
-  ThreadState& ts = s.thread(t);
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
   if (ts.fences_open.empty()) return;
   const auto [name, t0] = ts.fences_open.back();
   ts.fences_open.pop_back();
@@ -678,21 +773,23 @@ void Advisor::end_fence(std::uint64_t handle) {
 }
 
 void Advisor::begin_deep_copy(std::uint64_t size) {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
   ++s.copies;
   s.copy_bytes += size;
-  s.thread(t).copies_open.push_back(s.now());
+  s.threads[t].copies_open.push_back(s.now());
 }
 
 void Advisor::end_deep_copy() {
-  const std::uint32_t t = this_thread();
+  const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
-  ThreadState& ts = s.thread(t);
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
   if (ts.copies_open.empty()) return;
   const double t0 = ts.copies_open.back();
   ts.copies_open.pop_back();
@@ -706,7 +803,7 @@ Results Advisor::finish() {
   r.settings = s.settings;
   if (s.finished) return r;
   s.finished = true;
-  s.process(true);
+  for (std::uint32_t t = 0; t < s.threads.size(); ++t) s.process(t, true);
   r.seconds = s.now();
   r.allocations = s.allocations;
   r.deallocations = s.deallocations;
@@ -717,7 +814,8 @@ Results Advisor::finish() {
   r.deep_copies = s.copies;
   r.deep_copy_bytes = s.copy_bytes;
   r.pushes = s.region_pushes;
-  r.threads = s.threads.size();
+  r.threads = s.threads_seen;
+  for (const ThreadState& ts : s.threads) r.thread_slots += ts.generation != 0 ? 1 : 0;
   r.spaces = s.spaces;
   r.kbuf_spaces = s.kbuf_spaces;
   const auto by_count = [](const Named& a, const Named& b) {
@@ -749,8 +847,12 @@ Results Advisor::finish() {
     r.replays.push_back(x);
   }
   r.not_served = s.not_served;
-  r.series = s.series;
-  r.series_stride = s.stride;
+  const Series series = s.merged_series();
+  r.series = series.points;
+  r.series_stride = 1;
+  for (const ThreadState& ts : s.threads) {
+    r.series_stride = std::max(r.series_stride, ts.series.stride * series.stride);
+  }
   r.markers = s.markers;
   r.names = s.names;
   r.trace = std::move(s.trace);

@@ -117,8 +117,11 @@ std::string format_report(const Results& r) {
   o << "\n== kbuf-advisor: " << r.allocations << " allocations (" << human_bytes(r.bytes) << "), "
     << r.deallocations << " deallocations, " << r.kernels << " kernels, " << r.fences << " fences, "
     << r.deep_copies << " deep copies (" << human_bytes(r.deep_copy_bytes) << "), " << r.pushes
-    << " regions, " << r.threads << " host thread" << (r.threads == 1 ? "" : "s") << ", "
-    << printf_string("%.2f s", r.seconds) << "\n";
+    << " regions, " << r.threads << " host thread" << (r.threads == 1 ? "" : "s")
+    << (r.thread_slots < r.threads
+            ? " (" + std::to_string(r.thread_slots) + " at once: exited threads' slots reused)"
+            : std::string())
+    << ", " << printf_string("%.2f s", r.seconds) << "\n";
   for (const std::string& w : r.warnings) o << "   note: " << w << "\n";
   o << printf_string("  %-22s %12s %13s %12s %12s\n", "memory space", "allocations",
                      "deallocations", "bytes", "peak held");
@@ -248,6 +251,7 @@ std::string format_json(const Results& r) {
   j["deep_copy_bytes"] = r.deep_copy_bytes;
   j["regions"] = r.pushes;
   j["threads"] = r.threads;
+  j["thread_slots"] = r.thread_slots;
   j["seconds"] = r.seconds;
   j["settings"] = {{"max_lifetime_kernels", r.settings.max_kernels},
                    {"window", r.settings.window},

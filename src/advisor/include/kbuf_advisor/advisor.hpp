@@ -4,11 +4,12 @@
 // (tool.cpp) feeds it the events; tests and the benchmark feed it directly. It includes no Kokkos
 // header and makes no Kokkos call: what it does never reaches the program's Kokkos.
 //
-// Thread-safe: every event takes one mutex. Its memory is bounded whatever the length of the
-// run: aggregates per label, region, space and host thread (each capped), histograms of fixed
-// size, a record per live allocation of the program (the program holds those anyway) and the
-// allocations still waiting for their verdict (at most `window` events), a time series and a
-// trace of capped size (what is left out is counted and said).
+// Thread-safe: every event takes one mutex; each host thread's verdicts follow from its own
+// events alone. Its memory is bounded whatever the length of the run: aggregates per label,
+// region, space and host thread (each capped), histograms of fixed size, a record per live
+// allocation of the program (the program holds those anyway) and the allocations still waiting
+// for their verdict (at most `window` events per host thread), time series and a trace of capped
+// size (what is left out is counted and said).
 #ifndef KBUF_ADVISOR_ADVISOR_HPP
 #define KBUF_ADVISOR_ADVISOR_HPP
 
@@ -28,7 +29,8 @@ struct Settings {
                                       ///< this many kernels of its thread
   std::size_t max_hold = 8;           ///< KBUF_ADVISOR_HOLD: kernels a temporary freed out
                                       ///< of LIFO order may stay held past its free
-  std::size_t window = 65536;         ///< KBUF_ADVISOR_WINDOW: events awaiting a verdict
+  std::size_t window = 65536;         ///< KBUF_ADVISOR_WINDOW: events of a host thread an
+                                      ///< allocation may await its verdict
   std::size_t trace_events = 200000;  ///< KBUF_ADVISOR_TRACE_EVENTS: trace size cap
   std::size_t max_names = 4096;       ///< KBUF_ADVISOR_NAMES: labels, regions, kernels kept
   std::size_t top = 12;               ///< KBUF_ADVISOR_TOP: rows per table in the report
@@ -55,7 +57,7 @@ enum class Reason : std::uint8_t {
   out_of_order,  ///< freed so long after older temporaries that holding them (LIFO) would keep
                  ///< one more than max_kernels kernels past its own free
   live_at_end,   ///< never freed before Kokkos::finalize
-  window,        ///< its verdict did not come within `window` events
+  window,        ///< live while its thread's queue passed `window` events
   count
 };
 const char* to_string(Reason r) noexcept;
@@ -132,7 +134,8 @@ struct Results {
   double seconds = 0;
   std::uint64_t allocations = 0, deallocations = 0, bytes = 0, unmatched_frees = 0;
   std::uint64_t kernels = 0, fences = 0, deep_copies = 0, deep_copy_bytes = 0, pushes = 0;
-  std::uint64_t threads = 0;
+  std::uint64_t threads = 0;       ///< host threads that made events
+  std::uint64_t thread_slots = 0;  ///< slots they used (an exited thread's is reused)
   std::vector<SpaceTotals> spaces;
   std::vector<KbufSpace> kbuf_spaces;
   std::vector<Named> labels;        ///< most allocations first
@@ -141,12 +144,12 @@ struct Results {
   std::vector<ReplayResult> replays;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};
   std::vector<SeriesPoint> series;
-  std::uint64_t series_stride = 1;  ///< events per point
+  std::uint64_t series_stride = 1;  ///< events per point at most
   std::vector<Marker> markers;      ///< starts of outermost regions (a sample if many)
   std::vector<std::string> names;   ///< trace names
   std::vector<TraceEvent> trace;
   std::uint64_t trace_dropped = 0;
-  std::size_t peak_pending = 0;  ///< most events awaiting a verdict at once
+  std::size_t peak_pending = 0;  ///< most events in one host thread's queue
 
   /// Summed over the replay's allocators.
   [[nodiscard]] std::size_t capacity() const noexcept;
