@@ -25,6 +25,10 @@ struct SpaceHandle {
 struct DeviceInfo {
   std::uint32_t deviceID;
 };
+struct ToolSettings {
+  bool requires_global_fencing;
+  bool padding[255];
+};
 
 std::mutex lifetime;  // serialises init and finalize
 // Set at init, kept after finalize (a few aggregates): an event that races finalize on another
@@ -63,6 +67,14 @@ KBUF_ADVISOR_EXPORT void kokkosp_init_library(const int /*load_sequence*/,
     std::fprintf(stderr, "kbuf-advisor: cannot start (%s); the program runs without it\n",
                  e.what());
   }
+}
+
+// The advisor needs no fence around kernels and regions: it counts events and reads the host
+// clock. Without this answer Kokkos fences the whole device before and after every kernel and
+// region for the tool's sake, which would slow a GPU program down.
+KBUF_ADVISOR_EXPORT void kokkosp_request_tool_settings(const std::uint32_t /*num_actions*/,
+                                                       ToolSettings* settings) {
+  if (settings != nullptr) settings->requires_global_fencing = false;
 }
 
 KBUF_ADVISOR_EXPORT void kokkosp_finalize_library() {
