@@ -93,9 +93,10 @@ int main(int argc, char** argv) {
     std::vector<SC> norm(1);
     u->norm2(Teuchos::ArrayView<SC>(norm));
     if (comm->getRank() == 0) {
-      std::printf("heat equation %lld x %lld, %d implicit steps: %d GMRES iterations, |u| = %.6e%s\n",
-                  static_cast<long long>(n), static_cast<long long>(n), steps, iterations, norm[0],
-                  status == 0 ? "" : " (a solve did not converge)");
+      std::printf(
+          "heat equation %lld x %lld, %d implicit steps: %d GMRES iterations, |u| = %.6e%s\n",
+          static_cast<long long>(n), static_cast<long long>(n), steps, iterations, norm[0],
+          status == 0 ? "" : " (a solve did not converge)");
     }
   }
   return status;
