@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -164,6 +165,30 @@ TEST_CASE("kbuf's own records (kbuf:* spaces) are reported apart, never as alloc
   CHECK(r.labels.size() == 1);
 }
 
+TEST_CASE("a kbuf allocator's own buffer and fallbacks are never taken for temporaries") {
+  Advisor a(Settings{});
+  // The allocator "mine": its buffer, then its records, a fallback and its record.
+  a.allocate("Host", "mine::buffer", address(1), 4096);
+  a.allocate("kbuf:mine", "t", address(1), 4000);
+  a.allocate("Host", "mine::fallback", address(2), 500);
+  a.allocate("kbuf:mine", "t", address(2), 500);
+  a.deallocate("kbuf:mine", "t", address(2), 500);
+  a.deallocate("Host", "mine::fallback", address(2), 500);
+  a.deallocate("kbuf:mine", "t", address(1), 4000);
+  a.deallocate("Host", "mine::buffer", address(1), 4096);
+  // A program's own label that merely ends the same way, with no kbuf records behind it.
+  a.allocate("Host", "halo::buffer", address(3), 256);
+  a.deallocate("Host", "halo::buffer", address(3), 256);
+  const Results r = a.finish();
+  CHECK(r.allocations == 3);
+  CHECK(reason(r, Reason::kbuf_own) == 2);
+  CHECK(r.served() == 1);
+  for (const kbuf_advisor::Named& n : r.labels) {
+    CAPTURE(n.name);
+    CHECK(n.a.served == (n.name == "halo::buffer" ? 1 : 0));
+  }
+}
+
 TEST_CASE("a long run keeps the advisor's memory bounded and says what it left out") {
   Settings s;
   s.trace_events = 1000;
@@ -282,4 +307,24 @@ TEST_CASE("an output folder that cannot be written is said, and nothing else hap
   CHECK(kbuf_advisor::write_outputs(r, file).find("is not a folder") != std::string::npos);
   std::remove(file.c_str());
   ::rmdir(dir.c_str());
+}
+
+TEST_CASE("the hold limit follows the lifetime limit unless set, and bad values are said") {
+  ::setenv("KBUF_ADVISOR_KERNELS", "5", 1);
+  ::unsetenv("KBUF_ADVISOR_HOLD");
+  std::vector<std::string> warnings;
+  Settings s = Settings::from_environment(warnings);
+  CHECK(s.max_kernels == 5);
+  CHECK(s.max_hold == 5);
+  ::setenv("KBUF_ADVISOR_HOLD", "3", 1);
+  s = Settings::from_environment(warnings);
+  CHECK(s.max_hold == 3);
+  CHECK(warnings.empty());
+  ::setenv("KBUF_ADVISOR_HOLD", "-1", 1);
+  s = Settings::from_environment(warnings);
+  CHECK(s.max_hold == 5);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "KBUF_ADVISOR_HOLD='-1' is not a whole number >= 0; using 5");
+  ::unsetenv("KBUF_ADVISOR_KERNELS");
+  ::unsetenv("KBUF_ADVISOR_HOLD");
 }

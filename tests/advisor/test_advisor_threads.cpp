@@ -182,8 +182,9 @@ TEST_CASE("threads one after the other reuse one slot and one allocator, as a po
 
   Advisor a(Settings{});
   for (int t = 0; t < rounds; ++t) {
-    std::thread([&a, t] { thread_program(a, 1000000 * static_cast<std::uintptr_t>(t + 1), pairs); })
-        .join();
+    std::thread([&a, t] {
+      thread_program(a, 1000000 * static_cast<std::uintptr_t>(t + 1), pairs);
+    }).join();
   }
   const Results r = a.finish();
   CHECK(r.threads == rounds);

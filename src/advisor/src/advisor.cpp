@@ -62,6 +62,7 @@ Settings Settings::from_environment(std::vector<std::string>& warnings) {
   Settings s;
   if (const char* out = std::getenv("KBUF_ADVISOR_OUTPUT")) s.output = out;
   read_size("KBUF_ADVISOR_KERNELS", s.max_kernels, 0, warnings);
+  s.max_hold = s.max_kernels;  // unless said otherwise: held no longer than a temporary lives
   read_size("KBUF_ADVISOR_HOLD", s.max_hold, 0, warnings);
   read_size("KBUF_ADVISOR_WINDOW", s.window, 1, warnings);
   read_size("KBUF_ADVISOR_TRACE_EVENTS", s.trace_events, 0, warnings);
@@ -120,6 +121,8 @@ const char* to_string(Reason r) noexcept {
       return "live at the end";
     case Reason::window:
       return "outlived the window";
+    case Reason::kbuf_own:
+      return "kbuf's own buffer or fallback";
     case Reason::count:
       break;
   }
@@ -447,6 +450,23 @@ struct Advisor::State {
     return replays.back();
   }
 
+  // True for a buffer or fallback of one of the program's kbuf allocators: an allocation
+  // labelled "<L>::buffer" or "<L>::fallback" while kbuf's records of the allocator <L> (space
+  // "kbuf:<L>") came in. (Its buffer comes before its first record, but its verdict after it.)
+  bool kbuf_own(const Named& label) const {
+    for (const char* suffix : {"::buffer", "::fallback"}) {
+      const std::size_t n = std::strlen(suffix);
+      const std::string& name = label.name;
+      if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) {
+        const std::string space = "kbuf:" + name.substr(0, name.size() - n);
+        for (const KbufSpace& k : kbuf_spaces) {
+          if (k.name == space) return true;
+        }
+      }
+    }
+    return false;
+  }
+
   // ---- each thread's decided stream ---------------------------------------------------------
 
   void not_serve(Pending& p, Reason r) {
@@ -462,7 +482,9 @@ struct Advisor::State {
   // place in the replay.
   void decide(Pending& p, bool at_end) {
     ThreadState& ts = threads[p.thread];
-    if (!p.freed) {
+    if (kbuf_own(labels[p.label])) {
+      not_serve(p, Reason::kbuf_own);
+    } else if (!p.freed) {
       if (at_end) {
         not_serve(p, Reason::live_at_end);
       } else if (ts.kernels - p.kernel_at > settings.max_kernels) {

@@ -27,8 +27,9 @@ struct Settings {
   std::string output;                 ///< KBUF_ADVISOR_OUTPUT: folder of the three files
   std::size_t max_kernels = 8;        ///< KBUF_ADVISOR_KERNELS: a temporary lives at most
                                       ///< this many kernels of its thread
-  std::size_t max_hold = 8;           ///< KBUF_ADVISOR_HOLD: kernels a temporary freed out
-                                      ///< of LIFO order may stay held past its free
+  std::size_t max_hold = 8;           ///< KBUF_ADVISOR_HOLD (default: max_kernels): kernels a
+                                      ///< temporary freed out of LIFO order may stay held
+                                      ///< past its free
   std::size_t window = 65536;         ///< KBUF_ADVISOR_WINDOW: events of a host thread an
                                       ///< allocation may await its verdict
   std::size_t trace_events = 200000;  ///< KBUF_ADVISOR_TRACE_EVENTS: trace size cap
@@ -58,6 +59,7 @@ enum class Reason : std::uint8_t {
                  ///< one more than max_kernels kernels past its own free
   live_at_end,   ///< never freed before Kokkos::finalize
   window,        ///< live while its thread's queue passed `window` events
+  kbuf_own,      ///< a buffer or fallback of the program's own kbuf allocator
   count
 };
 const char* to_string(Reason r) noexcept;
