@@ -23,7 +23,7 @@
 #include <deque>
 #include <map>
 #include <mutex>
-#include <set>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 
@@ -165,6 +165,7 @@ constexpr std::size_t max_threads = 1024;  // at once; beyond, the rest share th
 constexpr std::size_t max_region_depth = 64;
 
 struct Pending {
+  std::uint64_t seq = 0;  // the allocation's sequence number
   std::uint32_t label = 0, region = 0, thread = 0, space = 0;
   std::uint64_t size = 0, kernel_at = 0;
   double t = 0;
@@ -175,7 +176,7 @@ struct Pending {
 };
 
 struct Entry {
-  std::uint64_t seq;  // the allocation's sequence number
+  std::uint32_t record;  // the allocation's Pending (State::records)
   bool free;
   double t;
 };
@@ -218,6 +219,57 @@ struct Series {
   }
 };
 
+// Names looked up without making a string: each kept once, in storage that does not move.
+struct NameIndex {
+  std::deque<std::string> text;
+  std::unordered_map<std::string_view, std::uint32_t> index;
+
+  const std::uint32_t* find(std::string_view name) const {
+    const auto found = index.find(name);
+    return found == index.end() ? nullptr : &found->second;
+  }
+  void add(std::string_view name, std::uint32_t id) {
+    text.emplace_back(name);
+    index.emplace(text.back(), id);
+  }
+};
+
+// The live allocations of one thread and space, oldest first: tells whether a free is of the
+// newest (LIFO). Freed ones below the newest are marked and dropped as they surface, or all at
+// once when they are the most.
+struct LiveStack {
+  std::vector<std::pair<std::uint64_t, bool>> seqs;  // (sequence number, freed), ascending
+  std::size_t freed = 0;
+
+  void push(std::uint64_t seq) { seqs.emplace_back(seq, false); }
+
+  // Drops `seq`; true if it was the newest live one.
+  bool free(std::uint64_t seq) {
+    if (seqs.empty()) return false;
+    if (seqs.back().first == seq) {
+      seqs.pop_back();
+      while (!seqs.empty() && seqs.back().second) {
+        seqs.pop_back();
+        --freed;
+      }
+      return true;
+    }
+    const auto it = std::lower_bound(
+        seqs.begin(), seqs.end(), seq,
+        [](const std::pair<std::uint64_t, bool>& e, std::uint64_t s) { return e.first < s; });
+    if (it != seqs.end() && it->first == seq && !it->second) {
+      it->second = true;
+      if (++freed > seqs.size() / 2 + 16) {
+        seqs.erase(std::remove_if(seqs.begin(), seqs.end(),
+                                  [](const std::pair<std::uint64_t, bool>& e) { return e.second; }),
+                   seqs.end());
+        freed = 0;
+      }
+    }
+    return false;
+  }
+};
+
 // One host thread (a slot: a thread that exits hands it to the next new one, as
 // kbuf::AllocatorPool hands an exited thread's allocator on).
 struct ThreadState {
@@ -232,6 +284,7 @@ struct ThreadState {
   // their series.
   std::uint64_t temp_held = 0, other_held = 0;
   Series series;
+  std::vector<LiveStack> live;  // per memory space: for the share of LIFO frees
 };
 
 // A temporary the replay holds. One freed while a newer one is live stays held (dead) until
@@ -310,7 +363,6 @@ bool is_kbuf_space(const char* space) {
 struct Advisor::State {
   explicit State(Settings s) : settings(std::move(s)), t0(std::chrono::steady_clock::now()) {
     regions.push_back(Named{"", "(outside regions)", {}, 0, 0});
-    names_index.reserve(256);
   }
 
   std::mutex mutex;
@@ -327,15 +379,19 @@ struct Advisor::State {
   std::vector<SpaceTotals> spaces;
   std::vector<KbufSpace> kbuf_spaces;
   std::vector<Named> labels, regions;
-  std::unordered_map<std::string, std::uint32_t> label_index, region_index, names_index;
+  std::vector<NameIndex> label_index;   // per memory space
+  std::vector<std::string> kbuf_owner;  // per label: see kbuf_owner_of
+  NameIndex region_index, names_index;
   std::uint64_t names_dropped = 0;
   std::vector<std::string> names;  // trace names
 
   std::vector<ThreadState> threads;
-  std::unordered_map<const void*, std::uint64_t> live;  // pointer -> sequence number
-  std::unordered_map<std::uint64_t, Pending> pending;
+  std::unordered_map<const void*, std::uint32_t> live;  // pointer -> record
+  // A record per allocation that is live or awaits its verdict or the processing of its free;
+  // freed records are reused.
+  std::vector<Pending> records;
+  std::vector<std::uint32_t> free_records;
   std::size_t peak_pending = 0;  // most events in one thread's queue
-  std::map<std::uint64_t, std::set<std::uint64_t>> live_by_key;  // (thread, space): live seqs
 
   std::vector<ReplayState> replays;
   std::map<std::uint64_t, std::uint32_t> replay_index;
@@ -371,7 +427,14 @@ struct Advisor::State {
       if (spaces[i].name == name) return static_cast<std::uint32_t>(i);
     }
     spaces.push_back(SpaceTotals{name});
+    label_index.emplace_back();
     return static_cast<std::uint32_t>(spaces.size() - 1);
+  }
+
+  LiveStack& live_stack(std::uint32_t t, std::uint32_t space) {
+    std::vector<LiveStack>& v = threads[t].live;
+    if (space >= v.size()) v.resize(space + 1);
+    return v[space];
   }
 
   KbufSpace& kbuf_space(const char* name) {
@@ -383,40 +446,28 @@ struct Advisor::State {
   }
 
   // A label or region entry; past max_names, the shared "(other)" one.
-  std::uint32_t intern(std::vector<Named>& table,
-                       std::unordered_map<std::string, std::uint32_t>& index,
-                       const std::string& space, const char* name) {
-    std::string key = space;
-    key += '\0';
-    key += name;
-    const auto found = index.find(key);
-    if (found != index.end()) return found->second;
+  std::uint32_t intern(std::vector<Named>& table, NameIndex& index, const char* space,
+                       const char* name) {
+    if (const std::uint32_t* found = index.find(name)) return *found;
     if (table.size() >= settings.max_names) {
       ++names_dropped;
-      const auto other = index.find(std::string("\0(other)", 8));
-      if (other != index.end()) return other->second;
+      constexpr std::string_view other("\0(other)", 8);  // no name of the program's
+      if (const std::uint32_t* found = index.find(other)) return *found;
       table.push_back(Named{"*", "(other)", {}, 0, 0});
-      index.emplace(std::string("\0(other)", 8), static_cast<std::uint32_t>(table.size() - 1));
+      index.add(other, static_cast<std::uint32_t>(table.size() - 1));
       return static_cast<std::uint32_t>(table.size() - 1);
     }
     table.push_back(Named{space, name, {}, 0, 0});
-    index.emplace(std::move(key), static_cast<std::uint32_t>(table.size() - 1));
+    index.add(name, static_cast<std::uint32_t>(table.size() - 1));
     return static_cast<std::uint32_t>(table.size() - 1);
   }
 
   std::uint32_t trace_name(const char* name) {
-    const auto found = names_index.find(name);
-    if (found != names_index.end()) return found->second;
-    if (names.size() >= settings.max_names) return trace_name_other();
-    names.emplace_back(name);
-    names_index.emplace(name, static_cast<std::uint32_t>(names.size() - 1));
-    return static_cast<std::uint32_t>(names.size() - 1);
-  }
-  std::uint32_t trace_name_other() {
-    const auto found = names_index.find("(other)");
-    if (found != names_index.end()) return found->second;
-    names.emplace_back("(other)");
-    names_index.emplace("(other)", static_cast<std::uint32_t>(names.size() - 1));
+    if (const std::uint32_t* found = names_index.find(name)) return *found;
+    const char* kept = names.size() >= settings.max_names ? "(other)" : name;
+    if (const std::uint32_t* found = names_index.find(kept)) return *found;
+    names.emplace_back(kept);
+    names_index.add(kept, static_cast<std::uint32_t>(names.size() - 1));
     return static_cast<std::uint32_t>(names.size() - 1);
   }
 
@@ -453,18 +504,23 @@ struct Advisor::State {
   // True for a buffer or fallback of one of the program's kbuf allocators: an allocation
   // labelled "<L>::buffer" or "<L>::fallback" while kbuf's records of the allocator <L> (space
   // "kbuf:<L>") came in. (Its buffer comes before its first record, but its verdict after it.)
-  bool kbuf_own(const Named& label) const {
-    for (const char* suffix : {"::buffer", "::fallback"}) {
-      const std::size_t n = std::strlen(suffix);
-      const std::string& name = label.name;
-      if (name.size() > n && name.compare(name.size() - n, n, suffix) == 0) {
-        const std::string space = "kbuf:" + name.substr(0, name.size() - n);
-        for (const KbufSpace& k : kbuf_spaces) {
-          if (k.name == space) return true;
-        }
-      }
+  bool kbuf_own(std::uint32_t label) const {
+    const std::string& space = kbuf_owner[label];
+    if (space.empty()) return false;
+    for (const KbufSpace& k : kbuf_spaces) {
+      if (k.name == space) return true;
     }
     return false;
+  }
+
+  // For a new label: "kbuf:<L>" if it is "<L>::buffer" or "<L>::fallback", else empty.
+  static std::string kbuf_owner_of(std::string_view name) {
+    for (std::string_view suffix : {std::string_view("::buffer"), std::string_view("::fallback")}) {
+      if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+        return "kbuf:" + std::string(name.substr(0, name.size() - suffix.size()));
+      }
+    }
+    return std::string();
   }
 
   // ---- each thread's decided stream ---------------------------------------------------------
@@ -482,7 +538,7 @@ struct Advisor::State {
   // place in the replay.
   void decide(Pending& p, bool at_end) {
     ThreadState& ts = threads[p.thread];
-    if (kbuf_own(labels[p.label])) {
+    if (kbuf_own(p.label)) {
       not_serve(p, Reason::kbuf_own);
     } else if (!p.freed) {
       if (at_end) {
@@ -537,8 +593,7 @@ struct Advisor::State {
     if (ts.queue.size() > peak_pending) peak_pending = ts.queue.size();
     while (!ts.queue.empty()) {
       const Entry e = ts.queue.front();
-      const auto it = pending.find(e.seq);
-      Pending& p = it->second;
+      Pending& p = records[e.record];
       if (!e.free) {
         if (!p.decided) {
           const bool known = p.freed || ts.kernels - p.kernel_at > settings.max_kernels;
@@ -560,7 +615,7 @@ struct Advisor::State {
       }
       (p.served ? ts.temp_held : ts.other_held) -= p.size;
       ts.series.add(e.t, ts.temp_held, ts.other_held, thread_series_points);
-      pending.erase(it);
+      free_records.push_back(e.record);
       ts.queue.pop_front();
     }
   }
@@ -622,7 +677,10 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
   s.held += size;
   ThreadState& ts = s.threads[t];
   Pending p;
-  p.label = s.intern(s.labels, s.label_index, space, label);
+  p.label = s.intern(s.labels, s.label_index[sp], space, label);
+  if (p.label >= s.kbuf_owner.size()) {
+    s.kbuf_owner.push_back(State::kbuf_owner_of(s.labels[p.label].name));
+  }
   p.region = ts.regions.empty() ? no_region : ts.regions.back().id;
   p.thread = t;
   p.space = sp;
@@ -642,10 +700,19 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
     // Freed without Kokkos telling (cannot happen with Kokkos' own records): forget it.
     s.live.erase(old);
   }
-  s.live.emplace(ptr, seq);
-  s.live_by_key[State::key(t, sp)].insert(seq);
-  s.pending.emplace(seq, p);
-  ts.queue.push_back(Entry{seq, false, now});
+  p.seq = seq;
+  std::uint32_t record;
+  if (!s.free_records.empty()) {
+    record = s.free_records.back();
+    s.free_records.pop_back();
+    s.records[record] = p;
+  } else {
+    record = static_cast<std::uint32_t>(s.records.size());
+    s.records.push_back(p);
+  }
+  s.live.emplace(ptr, record);
+  s.live_stack(t, sp).push(seq);
+  ts.queue.push_back(Entry{record, false, now});
   s.process(t, false);
 }
 
@@ -672,18 +739,16 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
     s.held -= std::min(s.held, size);
     return;
   }
-  const std::uint64_t seq = found->second;
+  const std::uint32_t record = found->second;
   s.live.erase(found);
-  Pending& p = s.pending.at(seq);
+  Pending& p = s.records[record];
   s.spaces[p.space].held -= p.size;
   s.held -= p.size;
   p.freed = true;
   // In kernels of the allocating thread, whichever thread frees it: the allocating thread's
   // allocator would hold it.
   p.lifetime_kernels = s.threads[p.thread].kernels - p.kernel_at;
-  std::set<std::uint64_t>& mine = s.live_by_key[State::key(p.thread, p.space)];
-  const bool lifo = !mine.empty() && *mine.rbegin() == seq;
-  mine.erase(seq);
+  const bool lifo = s.live_stack(p.thread, p.space).free(p.seq);
   const double micros = (now - p.t) * 1e6;
   for (Named* n : {&s.labels[p.label], &s.regions[p.region]}) {
     ++n->a.frees;
@@ -692,7 +757,7 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
     n->a.micros.add(static_cast<std::uint64_t>(micros));
   }
   const std::uint32_t owner = p.thread;
-  s.threads[owner].queue.push_back(Entry{seq, true, now});
+  s.threads[owner].queue.push_back(Entry{record, true, now});
   s.process(owner, false);
 }
 
