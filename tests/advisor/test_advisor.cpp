@@ -222,6 +222,10 @@ TEST_CASE("the three files: the JSON's fixed fields, the trace's format, the SVG
   a.allocate("Host", "x", address(1), 1000);
   a.allocate("Host", "y", address(2), 10);
   a.end_kernel(a.begin_kernel("work"));
+  const char* const odd = "a \"quoted\" back\\slash\nkernel";  // escaped in the trace
+  a.end_kernel(a.begin_kernel(odd));
+  a.begin_deep_copy("Host", "y", "Host", "x", 80);
+  a.end_deep_copy();
   a.deallocate("Host", "y", address(2), 10);
   a.deallocate("Host", "x", address(1), 1000);
   a.allocate("Host", "y", address(3), 10);
@@ -254,14 +258,28 @@ TEST_CASE("the three files: the JSON's fixed fields, the trace's format, the SVG
   const nlohmann::json t = read_json(dir + "/kbuf-advisor.trace.json");
   REQUIRE(t.at("traceEvents").is_array());
   std::map<int, std::vector<std::pair<double, double>>> spans;
-  int complete = 0, counters = 0;
+  int complete = 0, counters = 0, thread_names = 0;
+  bool odd_seen = false, copy_seen = false;
   for (const auto& e : t.at("traceEvents")) {
     REQUIRE(e.contains("name"));
     REQUIRE(e.contains("pid"));
     const std::string ph = e.at("ph");
     CHECK((ph == "X" || ph == "C" || ph == "M"));
+    if (ph == "M" && e.at("name") == "thread_name") {
+      ++thread_names;
+      CHECK(e.at("args").at("name").is_string());
+    }
     if (ph == "X") {
       ++complete;
+      CHECK(e.at("ts").is_number());
+      CHECK(e.at("tid").is_number());
+      if (e.at("name") == odd) odd_seen = true;
+      if (e.at("cat") == "deep_copy") {
+        copy_seen = true;
+        CHECK(e.at("args").at("bytes") == 80);
+        CHECK(e.at("args").at("to") == "y [Host]");
+        CHECK(e.at("args").at("from") == "x [Host]");
+      }
       CHECK(e.at("dur").get<double>() >= 0);
       spans[e.at("tid").get<int>()].emplace_back(
           e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>());
@@ -271,7 +289,10 @@ TEST_CASE("the three files: the JSON's fixed fields, the trace's format, the SVG
       for (const auto& [k, v] : e.at("args").items()) CHECK(v.is_number());
     }
   }
-  CHECK(complete == 2);  // the region and the kernel
+  CHECK(complete == 4);  // the region, two kernels, the deep copy
+  CHECK(thread_names == 1);
+  CHECK(odd_seen);
+  CHECK(copy_seen);
   CHECK(counters >= 1);
   for (auto& [tid, v] : spans) {
     for (const auto& a1 : v) {

@@ -277,7 +277,12 @@ struct ThreadState {
   std::uint64_t generation = 0;  // the thread holding the slot (ThreadSlot::generation)
   std::vector<OpenRegion> regions;
   std::vector<std::pair<std::uint32_t, double>> kernels_open, fences_open;
-  std::vector<double> copies_open;
+  struct Copy {
+    double t0;
+    std::uint64_t bytes;
+    std::uint32_t to, from;
+  };
+  std::vector<Copy> copies_open;
   // This thread's allocations and the frees of them, in order; the head awaits its verdict.
   std::deque<Entry> queue;
   // Bytes this thread's decided allocations hold (temporaries of the replay, the rest), and
@@ -471,11 +476,12 @@ struct Advisor::State {
     return static_cast<std::uint32_t>(names.size() - 1);
   }
 
-  void add_trace(TraceEvent::Kind kind, std::uint32_t t, std::uint32_t name, double begin,
+  // True if kept (the trace's last event).
+  bool add_trace(TraceEvent::Kind kind, std::uint32_t t, std::uint32_t name, double begin,
                  double end) {
     if (trace.size() >= settings.trace_events) {
       ++trace_dropped;
-      return;
+      return false;
     }
     TraceEvent e{kind};
     e.thread = t;
@@ -483,6 +489,7 @@ struct Advisor::State {
     e.begin_us = begin * 1e6;
     e.duration_us = (end - begin) * 1e6;
     trace.push_back(e);
+    return true;
   }
 
   static std::uint64_t key(std::uint32_t t, std::uint32_t s) {
@@ -859,7 +866,8 @@ void Advisor::end_fence(std::uint64_t handle) {
   s.add_trace(TraceEvent::fence, t, name, t0, s.now());
 }
 
-void Advisor::begin_deep_copy(std::uint64_t size) {
+void Advisor::begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,
+                              const char* src_label, std::uint64_t size) {
   const ThreadSlot& slot = this_thread();
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
@@ -867,7 +875,10 @@ void Advisor::begin_deep_copy(std::uint64_t size) {
   const std::uint32_t t = s.thread_id(slot);
   ++s.copies;
   s.copy_bytes += size;
-  s.threads[t].copies_open.push_back(s.now());
+  const std::string to = std::string(dst_label) + " [" + dst_space + "]";
+  const std::string from = std::string(src_label) + " [" + src_space + "]";
+  s.threads[t].copies_open.push_back(
+      ThreadState::Copy{s.now(), size, s.trace_name(to.c_str()), s.trace_name(from.c_str())});
 }
 
 void Advisor::end_deep_copy() {
@@ -878,9 +889,14 @@ void Advisor::end_deep_copy() {
   const std::uint32_t t = s.thread_id(slot);
   ThreadState& ts = s.threads[t];
   if (ts.copies_open.empty()) return;
-  const double t0 = ts.copies_open.back();
+  const ThreadState::Copy c = ts.copies_open.back();
   ts.copies_open.pop_back();
-  s.add_trace(TraceEvent::deep_copy, t, s.trace_name("deep_copy"), t0, s.now());
+  if (s.add_trace(TraceEvent::deep_copy, t, s.trace_name("deep_copy"), c.t0, s.now())) {
+    TraceEvent& e = s.trace.back();
+    e.bytes = c.bytes;
+    e.to = c.to;
+    e.from = c.from;
+  }
 }
 
 Results Advisor::finish() {
@@ -941,6 +957,7 @@ Results Advisor::finish() {
     r.series_stride = std::max(r.series_stride, ts.series.stride * series.stride);
   }
   r.markers = s.markers;
+  r.outer_regions = s.outer_regions;
   r.names = s.names;
   r.trace = std::move(s.trace);
   r.trace_dropped = s.trace_dropped;

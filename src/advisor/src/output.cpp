@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -345,8 +346,67 @@ std::string format_json(const Results& r) {
   return j.dump(1) + "\n";
 }
 
+namespace {
+
+// Appends a number for SVG and JSON text: at most `decimals` decimals, no trailing zeros.
+void append_num(std::string& out, double v, int decimals = 1) {
+  char buf[64];
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  if (r.ec != std::errc()) {  // cannot happen for the values drawn here
+    out += '0';
+    return;
+  }
+  char* end = r.ptr;
+  if (std::find(buf, end, '.') != end) {
+    while (end[-1] == '0') --end;
+    if (end[-1] == '.') --end;
+  }
+  if (end - buf == 2 && buf[0] == '-' && buf[1] == '0') {
+    out += '0';
+    return;
+  }
+  out.append(buf, end);
+}
+
+std::string num(double v, int decimals = 1) {
+  std::string t;
+  append_num(t, v, decimals);
+  return t;
+}
+
+// A tick label for bytes: whole units where the tick is (1.5 MiB, 256 KiB, 0 B).
+std::string tick_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return num(b, 2) + " " + units[u];
+}
+
+// A round step for about `n` ticks over [0, span]: 1, 2 or 5 times a power of ten.
+double nice_step(double span, int n) {
+  const double raw = span / n;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 5.0}) {
+    if (f * p >= raw) return f * p;
+  }
+  return 10 * p;
+}
+
+// A tick label for seconds, in the unit the step reads best in.
+std::string tick_seconds(double t, double step) {
+  if (step >= 1) return num(t, 0) + " s";
+  if (step >= 1e-3) return num(t * 1e3, step >= 0.01 ? 0 : 1) + " ms";
+  return num(t * 1e6, step >= 1e-5 ? 0 : 1) + " us";
+}
+
+}  // namespace
+
 std::string format_svg(const Results& r) {
-  const double width = 960, height = 460, left = 90, right = 30, top = 90, bottom = 60;
+  const double width = 960, height = 460, left = 90, right = 40, top = 90, bottom = 60;
   const double pw = width - left - right, ph = height - top - bottom;
   double tmax = r.seconds;
   std::uint64_t ymax_raw = 1;
@@ -354,6 +414,7 @@ std::string format_svg(const Results& r) {
     tmax = std::max(tmax, p.seconds);
     ymax_raw = std::max<std::uint64_t>(ymax_raw, p.temporaries + p.others);
   }
+  ymax_raw = std::max<std::uint64_t>(ymax_raw, r.capacity());
   if (tmax <= 0) tmax = 1e-6;
   // A round top for the y axis: 1, 2, 2.5, 4, 5, 8 or 10 times a power of 1024 bytes, so the
   // five ticks read as whole KiB or MiB.
@@ -370,137 +431,209 @@ std::string format_svg(const Results& r) {
   }
   const auto X = [&](double t) { return left + pw * t / tmax; };
   const auto Y = [&](double b) { return top + ph * (1.0 - b / ymax); };
-  std::ostringstream o;
-  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << width << "\" height=\"" << height
-    << "\" viewBox=\"0 0 " << width << " " << height
-    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
-  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  o << "<text x=\"" << left << "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">"
-    << "Memory held over time (kbuf-advisor)</text>\n";
-  o << "<text x=\"" << left << "\" y=\"44\" fill=\"#444\">" << r.allocations << " allocations, "
-    << xml_escape(human_bytes(static_cast<double>(r.bytes))) << "; kbuf would serve " << r.served()
-    << " temporaries from a buffer of "
-    << xml_escape(human_bytes(static_cast<double>(r.capacity()))) << " and avoid "
-    << r.allocations_avoided() << " allocations</text>\n";
-  // Grid and axes.
+  std::string o;
+  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
+       num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+       "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o += "<text x=\"" + num(left) +
+       "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Memory held over time "
+       "(kbuf-advisor)</text>\n";
+  o += "<text x=\"" + num(left) + "\" y=\"44\" fill=\"#444\">" + std::to_string(r.allocations) +
+       " allocations, " + xml_escape(human_bytes(static_cast<double>(r.bytes))) +
+       "; kbuf would serve " + std::to_string(r.served()) + " temporaries from a buffer of " +
+       xml_escape(human_bytes(static_cast<double>(r.capacity()))) + " and avoid " +
+       std::to_string(r.allocations_avoided()) + " allocations</text>\n";
+  // Grid and axes: five byte ticks, round time ticks.
   for (int i = 0; i <= 5; ++i) {
     const double b = ymax * i / 5, y = Y(b);
-    o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + pw << "\" y2=\"" << y
-      << "\" stroke=\"#ddd\"/>\n";
-    o << "<text x=\"" << left - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
-      << xml_escape(human_bytes(b)) << "</text>\n";
-    const double t = tmax * i / 5, x = X(t);
-    o << "<text x=\"" << x << "\" y=\"" << top + ph + 18 << "\" text-anchor=\"middle\">"
-      << printf_string("%.3g s", t) << "</text>\n";
+    o += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) +
+         "\" y2=\"" + num(y) + "\" stroke=\"#ddd\"/>\n";
+    o += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
+         xml_escape(tick_bytes(b)) + "</text>\n";
   }
-  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << height - 14
-    << "\" text-anchor=\"middle\">time since Kokkos::initialize</text>\n";
-  o << "<text transform=\"translate(16," << top + ph / 2
-    << ") rotate(-90)\" text-anchor=\"middle\">bytes held</text>\n";
-  // Stacked steps: the rest at the bottom, the temporaries above it.
+  const double step = nice_step(tmax, 6);
+  for (int i = 0; i * step <= tmax * (1 + 1e-9); ++i) {
+    const double t = i * step, x = X(t);
+    o += "<line x1=\"" + num(x) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(x) + "\" y2=\"" +
+         num(top + ph + 5) + "\" stroke=\"#888\"/>\n";
+    o += "<text x=\"" + num(x) + "\" y=\"" + num(top + ph + 18) + "\" text-anchor=\"middle\">" +
+         tick_seconds(t, step) + "</text>\n";
+  }
+  o += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(height - 14) +
+       "\" text-anchor=\"middle\">time since Kokkos::initialize</text>\n";
+  o += "<text transform=\"translate(16," + num(top + ph / 2) +
+       ") rotate(-90)\" text-anchor=\"middle\">bytes held</text>\n";
+  // Stacked steps: the temporaries at the bottom, so that they read against the buffer's line,
+  // the other allocations above them.
   if (!r.series.empty()) {
     const auto area = [&](bool upper, const char* fill) {
-      std::ostringstream d;
-      d << "M" << X(r.series.front().seconds) << "," << Y(0);
+      std::string d = "M" + num(X(r.series.front().seconds)) + "," + num(Y(0));
       double last_y = Y(0);
-      for (std::size_t i = 0; i < r.series.size(); ++i) {
-        const SeriesPoint& p = r.series[i];
-        const double b = static_cast<double>(p.others + (upper ? p.temporaries : 0));
+      for (const SeriesPoint& p : r.series) {
+        const double b = static_cast<double>(p.temporaries + (upper ? p.others : 0));
         const double x = X(p.seconds);
-        d << " L" << x << "," << last_y << " L" << x << "," << Y(b);
+        for (const double y : {last_y, Y(b)}) {
+          d += " L";
+          append_num(d, x);
+          d += ',';
+          append_num(d, y);
+        }
         last_y = Y(b);
       }
-      d << " L" << X(tmax) << "," << last_y << " L" << X(tmax) << "," << Y(0) << " Z";
-      o << "<path d=\"" << d.str() << "\" fill=\"" << fill << "\" stroke=\"none\"/>\n";
+      d += " L" + num(X(tmax)) + "," + num(last_y) + " L" + num(X(tmax)) + "," + num(Y(0)) + " Z";
+      o += "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"/>\n";
     };
-    area(true, "#f28e2b");
-    area(false, "#4e79a7");
+    area(true, "#4e79a7");
+    area(false, "#f28e2b");
   }
   // The replay's buffer.
-  if (r.capacity() != 0 && static_cast<double>(r.capacity()) <= ymax) {
+  if (r.capacity() != 0) {
     const double y = Y(static_cast<double>(r.capacity()));
-    o << "<line x1=\"" << left << "\" y1=\"" << y << "\" x2=\"" << left + pw << "\" y2=\"" << y
-      << "\" stroke=\"#e15759\" stroke-dasharray=\"6,4\"/>\n";
+    o += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) +
+         "\" y2=\"" + num(y) + "\" stroke=\"#c00000\" stroke-width=\"1.5\" " +
+         "stroke-dasharray=\"6,4\"/>\n";
   }
-  // Region boundaries: starts of the outermost regions of the first thread.
-  for (std::size_t i = 0; i < r.markers.size(); ++i) {
-    const double x = X(r.markers[i].seconds);
-    o << "<line x1=\"" << x << "\" y1=\"" << top << "\" x2=\"" << x << "\" y2=\"" << top + ph
-      << "\" stroke=\"#59a14f\" stroke-width=\"1\" stroke-dasharray=\"2,3\"/>\n";
-    if (r.markers.size() <= 24 || i % (r.markers.size() / 12 + 1) == 0) {
-      o << "<text x=\"" << x + 2 << "\" y=\"" << top + 10 << "\" font-size=\"9\" fill=\"#2f6f2a\""
-        << " transform=\"rotate(30 " << x + 2 << " " << top + 10 << ")\">"
-        << xml_escape(clean(r.markers[i].name).substr(0, 24)) << "</text>\n";
-    }
+  // Region boundaries: starts of the outermost regions of the first thread. A label where it
+  // has room and says something new (a run of one region's starts is labelled once), cut to end
+  // inside the picture.
+  const bool dense = r.markers.size() > 24;
+  double last_label_x = -1e9;
+  std::string last_label;
+  for (const Marker& m : r.markers) {
+    const double x = X(m.seconds);
+    o += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" +
+         num(top + ph) + "\" stroke=\"#59a14f\" stroke-width=\"1\" stroke-dasharray=\"2,3\"" +
+         (dense ? " stroke-opacity=\"0.5\"" : "") + "/>\n";
+    const std::string name = clean(m.name);
+    if (name == last_label || x - last_label_x < 20) continue;
+    // Rotated by 30 degrees, a 9-px character takes about 4.6 px of width.
+    const std::size_t room = static_cast<std::size_t>(std::max(0.0, (width - 4 - (x + 2)) / 4.6));
+    if (room < 12) continue;
+    std::string text = name.size() > std::min<std::size_t>(room, 32)
+                           ? name.substr(0, std::min<std::size_t>(room, 32) - 3) + "..."
+                           : name;
+    o += "<text x=\"" + num(x + 2) + "\" y=\"" + num(top + 10) +
+         "\" font-size=\"9\" fill=\"#2f6f2a\" transform=\"rotate(30 " + num(x + 2) + " " +
+         num(top + 10) + ")\">" + xml_escape(text) + "</text>\n";
+    last_label_x = x;
+    last_label = name;
   }
-  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
-    << "\" fill=\"none\" stroke=\"#888\"/>\n";
+  o += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" +
+       num(ph) + "\" fill=\"none\" stroke=\"#888\"/>\n";
   // Legend.
   const double lx = left, ly = 68;
-  o << "<rect x=\"" << lx << "\" y=\"" << ly - 9 << "\" width=\"10\" height=\"10\" "
-    << "fill=\"#f28e2b\"/><text x=\"" << lx + 14 << "\" y=\"" << ly << "\">temporaries</text>\n";
-  o << "<rect x=\"" << lx + 100 << "\" y=\"" << ly - 9 << "\" width=\"10\" height=\"10\" "
-    << "fill=\"#4e79a7\"/><text x=\"" << lx + 114 << "\" y=\"" << ly << "\">the rest</text>\n";
-  o << "<line x1=\"" << lx + 180 << "\" y1=\"" << ly - 4 << "\" x2=\"" << lx + 200 << "\" y2=\""
-    << ly - 4 << "\" stroke=\"#e15759\" stroke-dasharray=\"6,4\"/><text x=\"" << lx + 204
-    << "\" y=\"" << ly << "\">kbuf buffer</text>\n";
+  o += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 9) +
+       "\" width=\"10\" height=\"10\" fill=\"#f28e2b\"/><text x=\"" + num(lx + 14) + "\" y=\"" +
+       num(ly) + "\">temporaries</text>\n";
+  o += "<rect x=\"" + num(lx + 100) + "\" y=\"" + num(ly - 9) +
+       "\" width=\"10\" height=\"10\" fill=\"#4e79a7\"/><text x=\"" + num(lx + 114) + "\" y=\"" +
+       num(ly) + "\">other allocations</text>\n";
+  o += "<line x1=\"" + num(lx + 240) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(lx + 262) +
+       "\" y2=\"" + num(ly - 4) +
+       "\" stroke=\"#c00000\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/><text x=\"" +
+       num(lx + 268) + "\" y=\"" + num(ly) + "\">kbuf buffer (the replay's capacity)</text>\n";
   if (!r.markers.empty()) {
-    o << "<text x=\"" << left << "\" y=\"" << top + ph + 36
-      << "\" font-size=\"10\" fill=\"#2f6f2a\">"
-      << "dotted: starts of profiling regions" << (r.markers.size() > 24 ? " (a sample)" : "")
-      << "</text>\n";
+    std::string note = "profiling region starts";
+    if (r.outer_regions > r.markers.size()) {
+      note += " (" + std::to_string(r.markers.size()) + " of " + std::to_string(r.outer_regions) +
+              " drawn)";
+    }
+    o += "<line x1=\"" + num(lx + 520) + "\" y1=\"" + num(ly - 9) + "\" x2=\"" + num(lx + 520) +
+         "\" y2=\"" + num(ly + 1) +
+         "\" stroke=\"#59a14f\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\"/><text x=\"" +
+         num(lx + 526) + "\" y=\"" + num(ly) + "\" fill=\"#2f6f2a\">" + xml_escape(note) +
+         "</text>\n";
   }
-  o << "</svg>\n";
-  return o.str();
+  o += "</svg>\n";
+  return o;
 }
 
+namespace {
+
+// A JSON string literal of `s` (already UTF-8: clean()).
+void json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += printf_string("\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
 std::string format_trace(const Results& r) {
-  using nlohmann::json;
-  json events = json::array();
-  events.push_back({{"name", "process_name"},
-                    {"ph", "M"},
-                    {"pid", 1},
-                    {"tid", 0},
-                    {"args", {{"name", "kbuf-advisor"}}}});
+  // Written directly (a trace holds up to KBUF_ADVISOR_TRACE_EVENTS events): Chrome's
+  // trace-event format, JSON object form. Times in microseconds since Kokkos::initialize.
+  std::string o;
+  o.reserve(128 * (r.trace.size() + r.series.size()) + 1024);
+  o += "{\"traceEvents\":[\n";
+  o += R"({"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"kbuf-advisor"}})";
   std::uint32_t threads = 0;
   for (const TraceEvent& e : r.trace) threads = std::max(threads, e.thread + 1);
   for (std::uint32_t t = 0; t < threads; ++t) {
-    events.push_back({{"name", "thread_name"},
-                      {"ph", "M"},
-                      {"pid", 1},
-                      {"tid", t},
-                      {"args", {{"name", "host thread " + std::to_string(t)}}}});
+    o += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(t) +
+         ",\"args\":{\"name\":\"host thread " + std::to_string(t) + "\"}}";
+    o += ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(t) +
+         ",\"args\":{\"sort_index\":" + std::to_string(t) + "}}";
   }
-  static const char* const categories[] = {"kernel", "region", "deep_copy", "fence", "memory"};
+  static const char* const categories[] = {"kernel", "region", "deep_copy", "fence"};
+  std::vector<std::string> names;  // each cleaned once
+  names.reserve(r.names.size());
+  for (const std::string& n : r.names) names.push_back(clean(n));
   for (const TraceEvent& e : r.trace) {
-    events.push_back({{"name", clean(r.names.at(e.name))},
-                      {"cat", categories[e.kind]},
-                      {"ph", "X"},
-                      {"ts", e.begin_us},
-                      {"dur", std::max(0.0, e.duration_us)},
-                      {"pid", 1},
-                      {"tid", e.thread}});
+    o += ",\n{\"name\":";
+    json_string(o, names.at(e.name));
+    o += ",\"cat\":\"";
+    o += categories[e.kind];
+    o += "\",\"ph\":\"X\",\"ts\":";
+    append_num(o, e.begin_us, 3);
+    o += ",\"dur\":";
+    append_num(o, std::max(0.0, e.duration_us), 3);
+    o += ",\"pid\":1,\"tid\":";
+    o += std::to_string(e.thread);
+    if (e.kind == TraceEvent::deep_copy) {
+      o += ",\"args\":{\"bytes\":" + std::to_string(e.bytes) + ",\"to\":";
+      json_string(o, names.at(e.to));
+      o += ",\"from\":";
+      json_string(o, names.at(e.from));
+      o += "}";
+    }
+    o += "}";
   }
   for (const SeriesPoint& p : r.series) {
-    events.push_back({{"name", "bytes held"},
-                      {"cat", "memory"},
-                      {"ph", "C"},
-                      {"ts", p.seconds * 1e6},
-                      {"pid", 1},
-                      {"args", {{"temporaries", p.temporaries}, {"rest", p.others}}}});
+    o += ",\n{\"name\":\"bytes held\",\"cat\":\"memory\",\"ph\":\"C\",\"ts\":";
+    append_num(o, p.seconds * 1e6, 3);
+    o += ",\"pid\":1,\"args\":{\"temporaries\":";
+    o += std::to_string(p.temporaries);
+    o += ",\"other allocations\":";
+    o += std::to_string(p.others);
+    o += "}}";
   }
-  json j;
-  j["traceEvents"] = events;
-  j["displayTimeUnit"] = "ms";
-  j["otherData"] = {
-      {"tool", "kbuf-advisor"},
-      {"events_left_out", r.trace_dropped},
-      {"note", r.trace_dropped == 0 ? "every kernel, region, fence and deep copy"
-                                    : "the first " + std::to_string(r.trace.size()) +
-                                          " kernels, regions, fences and deep copies; " +
-                                          std::to_string(r.trace_dropped) +
-                                          " later ones left out (KBUF_ADVISOR_TRACE_EVENTS)"}};
-  return j.dump() + "\n";
+  o += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"kbuf-advisor\",";
+  o += "\"events_left_out\":" + std::to_string(r.trace_dropped) + ",\"note\":";
+  json_string(o, r.trace_dropped == 0
+                     ? std::string("every kernel, region, fence and deep copy")
+                     : "the first " + std::to_string(r.trace.size()) +
+                           " kernels, regions, fences and deep copies; " +
+                           std::to_string(r.trace_dropped) +
+                           " later ones left out (KBUF_ADVISOR_TRACE_EVENTS); the bytes held "
+                           "cover the whole run");
+  o += "}}\n";
+  return o;
 }
 
 std::string write_outputs(const Results& r, const std::string& dir) {

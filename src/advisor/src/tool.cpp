@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -21,6 +22,15 @@ namespace {
 // passes them.
 struct SpaceHandle {
   char name[64];
+};
+
+// A space's name, terminated even if Kokkos filled all 64 characters.
+struct SpaceName {
+  char text[sizeof(SpaceHandle::name) + 1];
+  explicit SpaceName(const SpaceHandle& h) noexcept {
+    std::memcpy(text, h.name, sizeof h.name);
+    text[sizeof h.name] = '\0';
+  }
 };
 struct DeviceInfo {
   std::uint32_t deviceID;
@@ -118,12 +128,14 @@ KBUF_ADVISOR_EXPORT void kokkosp_finalize_library() {
 
 KBUF_ADVISOR_EXPORT void kokkosp_allocate_data(const SpaceHandle space, const char* label,
                                                const void* const ptr, const std::uint64_t size) {
-  with_advisor([&](kbuf_advisor::Advisor& a) { a.allocate(space.name, label, ptr, size); });
+  with_advisor(
+      [&](kbuf_advisor::Advisor& a) { a.allocate(SpaceName(space).text, label, ptr, size); });
 }
 
 KBUF_ADVISOR_EXPORT void kokkosp_deallocate_data(const SpaceHandle space, const char* label,
                                                  const void* const ptr, const std::uint64_t size) {
-  with_advisor([&](kbuf_advisor::Advisor& a) { a.deallocate(space.name, label, ptr, size); });
+  with_advisor(
+      [&](kbuf_advisor::Advisor& a) { a.deallocate(SpaceName(space).text, label, ptr, size); });
 }
 
 #define KBUF_ADVISOR_KERNEL(kind)                                                       \
@@ -156,9 +168,14 @@ KBUF_ADVISOR_EXPORT void kokkosp_end_fence(const std::uint64_t id) {
   with_advisor([&](kbuf_advisor::Advisor& a) { a.end_fence(id); });
 }
 
-KBUF_ADVISOR_EXPORT void kokkosp_begin_deep_copy(SpaceHandle, const char*, const void*, SpaceHandle,
-                                                 const char*, const void*, std::uint64_t size) {
-  with_advisor([&](kbuf_advisor::Advisor& a) { a.begin_deep_copy(size); });
+KBUF_ADVISOR_EXPORT void kokkosp_begin_deep_copy(SpaceHandle dst_space, const char* dst_label,
+                                                 const void*, SpaceHandle src_space,
+                                                 const char* src_label, const void*,
+                                                 std::uint64_t size) {
+  with_advisor([&](kbuf_advisor::Advisor& a) {
+    a.begin_deep_copy(SpaceName(dst_space).text, dst_label, SpaceName(src_space).text, src_label,
+                      size);
+  });
 }
 
 KBUF_ADVISOR_EXPORT void kokkosp_end_deep_copy() {

@@ -119,14 +119,15 @@ struct Marker {
   std::string name;
 };
 
-/// One trace event (Chrome trace-event format): complete events (kernels, regions, deep
-/// copies) and counters (bytes held).
+/// One complete event of the trace (Chrome trace-event format): a kernel, a region, a fence or
+/// a deep copy. (The bytes held, its counters, come from Results::series.)
 struct TraceEvent {
-  enum Kind : std::uint8_t { kernel, region, deep_copy, fence, counter } kind;
+  enum Kind : std::uint8_t { kernel, region, deep_copy, fence } kind;
   std::uint32_t thread = 0;
   std::uint32_t name = 0;  ///< index into Results::names
   double begin_us = 0, duration_us = 0;
-  std::uint64_t temporaries = 0, others = 0;  ///< counters
+  std::uint64_t bytes = 0;         ///< deep copies: bytes copied
+  std::uint32_t to = 0, from = 0;  ///< deep copies: "label [space]" (Results::names)
 };
 
 /// Everything the report, the JSON, the SVG and the trace are made from.
@@ -148,6 +149,7 @@ struct Results {
   std::vector<SeriesPoint> series;
   std::uint64_t series_stride = 1;  ///< events per point at most
   std::vector<Marker> markers;      ///< starts of outermost regions (a sample if many)
+  std::uint64_t outer_regions = 0;  ///< outermost regions of the first thread, in all
   std::vector<std::string> names;   ///< trace names
   std::vector<TraceEvent> trace;
   std::uint64_t trace_dropped = 0;
@@ -178,7 +180,8 @@ class Advisor {
   void pop_region();
   std::uint64_t begin_fence(const char* name);
   void end_fence(std::uint64_t handle);
-  void begin_deep_copy(std::uint64_t size);
+  void begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,
+                       const char* src_label, std::uint64_t size);
   void end_deep_copy();
 
   /// Decides what still waits (live allocations: live at the end) and gathers the results.
