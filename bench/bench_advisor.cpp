@@ -119,10 +119,9 @@ struct Empty {
   KOKKOS_INLINE_FUNCTION void operator()(int) const {}
 };
 
-// One workload: `events` Kokkos Tools events per iteration.
+// One workload.
 struct Workload {
   const char* name;
-  int events;
   const char* what;
   void (*body)(std::size_t iterations);
 };
@@ -151,7 +150,8 @@ void nested(std::size_t n) {
 void long_lived(std::size_t n) {
   std::vector<View> ring(16);
   for (std::size_t i = 0; i < n; ++i) {
-    ring[i % ring.size()] = View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::kept"), 64);
+    ring[i % ring.size()] =
+        View(Kokkos::view_alloc(Kokkos::WithoutInitializing, "bench::kept"), 64);
     Kokkos::parallel_for("bench::kernel", Kokkos::RangePolicy<host_exec>(0, 1), Empty{});
   }
 }
@@ -170,14 +170,90 @@ void region(std::size_t n) {
 }
 
 const Workload workloads[] = {
-    {"alloc+free", 2, "a View of 64 doubles made and dropped", &alloc_free},
-    {"nested-4", 8, "4 nested Views, freed newest first", &nested},
-    {"kept+kernel", 4, "a View kept for 16 iterations, and a kernel", &long_lived},
-    {"kernel", 2, "an empty parallel_for (begin, end)", &kernel},
-    {"region", 2, "pushRegion + popRegion", &region},
+    {"alloc+free", "a View of 64 doubles made and dropped", &alloc_free},
+    {"nested-4", "4 nested Views, freed newest first", &nested},
+    {"kept+kernel", "a View kept for 16 iterations, and a kernel", &long_lived},
+    {"kernel", "an empty parallel_for (begin, end)", &kernel},
+    {"region", "pushRegion + popRegion", &region},
 };
 
-// Prints "name ns-per-iteration" for every workload: the median of `batches` batches.
+// Counting Kokkos Tools events, chained in front of the loaded tool's callbacks: how many events
+// an iteration of a workload makes (Kokkos 4 adds fences to allocations, for instance).
+namespace counting {
+using Kokkos::Tools::Experimental::EventSet;
+EventSet previous;
+std::uint64_t events = 0;
+
+void allocate(Kokkos::Tools::SpaceHandle h, const char* l, const void* p, std::uint64_t n) {
+  ++events;
+  if (previous.allocate_data != nullptr) previous.allocate_data(h, l, p, n);
+}
+void deallocate(Kokkos::Tools::SpaceHandle h, const char* l, const void* p, std::uint64_t n) {
+  ++events;
+  if (previous.deallocate_data != nullptr) previous.deallocate_data(h, l, p, n);
+}
+#define KBUF_BENCH_COUNT_KERNEL(kind)                                           \
+  void begin_##kind(const char* name, std::uint32_t dev, std::uint64_t* id) {   \
+    ++events;                                                                   \
+    if (previous.begin_##kind != nullptr) previous.begin_##kind(name, dev, id); \
+  }                                                                             \
+  void end_##kind(std::uint64_t id) {                                           \
+    ++events;                                                                   \
+    if (previous.end_##kind != nullptr) previous.end_##kind(id);                \
+  }
+KBUF_BENCH_COUNT_KERNEL(parallel_for)
+KBUF_BENCH_COUNT_KERNEL(parallel_reduce)
+KBUF_BENCH_COUNT_KERNEL(parallel_scan)
+KBUF_BENCH_COUNT_KERNEL(fence)
+#undef KBUF_BENCH_COUNT_KERNEL
+void push_region(const char* name) {
+  ++events;
+  if (previous.push_region != nullptr) previous.push_region(name);
+}
+void pop_region() {
+  ++events;
+  if (previous.pop_region != nullptr) previous.pop_region();
+}
+void begin_deep_copy(Kokkos::Tools::SpaceHandle dh, const char* dl, const void* dp,
+                     Kokkos::Tools::SpaceHandle sh, const char* sl, const void* sp,
+                     std::uint64_t n) {
+  ++events;
+  if (previous.begin_deep_copy != nullptr) previous.begin_deep_copy(dh, dl, dp, sh, sl, sp, n);
+}
+void end_deep_copy() {
+  ++events;
+  if (previous.end_deep_copy != nullptr) previous.end_deep_copy();
+}
+
+// Events per iteration of `w` under the tool loaded (its callbacks still called).
+double per_iteration(const Workload& w) {
+  using namespace Kokkos::Tools::Experimental;
+  previous = get_callbacks();
+  set_allocate_data_callback(&allocate);
+  set_deallocate_data_callback(&deallocate);
+  set_begin_parallel_for_callback(&begin_parallel_for);
+  set_end_parallel_for_callback(&end_parallel_for);
+  set_begin_parallel_reduce_callback(&begin_parallel_reduce);
+  set_end_parallel_reduce_callback(&end_parallel_reduce);
+  set_begin_parallel_scan_callback(&begin_parallel_scan);
+  set_end_parallel_scan_callback(&end_parallel_scan);
+  set_begin_fence_callback(&begin_fence);
+  set_end_fence_callback(&end_fence);
+  set_push_region_callback(&push_region);
+  set_pop_region_callback(&pop_region);
+  set_begin_deep_copy_callback(&begin_deep_copy);
+  set_end_deep_copy_callback(&end_deep_copy);
+  constexpr std::size_t n = 100;
+  events = 0;
+  w.body(n);
+  const double per = static_cast<double>(events) / n;
+  set_callbacks(previous);
+  return per;
+}
+}  // namespace counting
+
+// Prints "name ns-per-iteration" for every workload: the least of `batches` batches (short
+// batches, so that one of them runs undisturbed on a shared machine).
 int child(std::size_t iterations, int batches) {
   Kokkos::initialize();
   {
@@ -190,7 +266,11 @@ int child(std::size_t iterations, int batches) {
         ns.push_back(std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() /
                      static_cast<double>(iterations));
       }
-      std::printf("%s %.3f\n", w.name, summarize(ns).median);
+      std::printf("%s %.3f\n", w.name, summarize(ns).min);
+      // With a tool loaded, also the events an iteration makes.
+      if (Kokkos::Tools::profileLibraryLoaded()) {
+        std::printf("%s.events %.2f\n", w.name, counting::per_iteration(w));
+      }
     }
   }
   Kokkos::finalize();
@@ -221,13 +301,14 @@ int per_event(int rounds, std::size_t iterations, int batches) {
                             {"advisor", advisor_library.c_str(), false}};
   constexpr std::size_t nconfigs = 3;
   std::map<std::string, std::array<std::vector<double>, nconfigs>> ns;
+  std::map<std::string, double> events;  // per iteration, as the advisor's process counted them
   const std::string self = self_path();
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t k = 0; k < nconfigs; ++k) {
       const std::size_t c = (k + static_cast<std::size_t>(r)) % nconfigs;
-      const ChildRun run = run_child(
-          {self, "--child", std::to_string(iterations), std::to_string(batches)},
-          child_environment(configs[c]), true);
+      const ChildRun run =
+          run_child({self, "--child", std::to_string(iterations), std::to_string(batches)},
+                    child_environment(configs[c]), true);
       if (run.status != 0) {
         std::fprintf(stderr, "kbuf-bench-advisor: the child (%s) failed with status %d\n",
                      configs[c].name, run.status);
@@ -238,7 +319,13 @@ int per_event(int rounds, std::size_t iterations, int batches) {
       const char* p = run.out.c_str();
       int used = 0;
       while (std::sscanf(p, "%63s %lf%n", name, &value, &used) == 2) {
-        ns[name][c].push_back(value);
+        const std::string key = name;
+        const std::size_t dot = key.rfind(".events");
+        if (dot != std::string::npos && dot + 7 == key.size()) {
+          if (c == 2) events[key.substr(0, dot)] = value;
+        } else {
+          ns[key][c].push_back(value);
+        }
         p += used;
       }
     }
@@ -246,12 +333,12 @@ int per_event(int rounds, std::size_t iterations, int batches) {
   std::printf(
       "kbuf-bench-advisor: Kokkos %d.%d.%d, host execution space %s; ns per iteration, median "
       "of %d rounds [min-max]\n(each round: one process per configuration, in rotating order; in "
-      "each, the median of %d batches of %zu iterations)\n\n",
+      "each, the fastest of %d batches of %zu iterations)\n\n",
       KOKKOS_VERSION / 10000, KOKKOS_VERSION / 100 % 100, KOKKOS_VERSION % 100, host_exec::name(),
       rounds, batches, iterations);
-  std::printf("%-12s %6s  %-22s %-22s %-22s %10s %9s\n", "workload", "events", "no tool",
+  std::printf("%-12s %6s  %-24s %-24s %-24s %10s %9s\n", "workload", "events", "no tool",
               "no-op tool", "advisor", "advisor-", "advisor/");
-  std::printf("%-12s %6s  %-22s %-22s %-22s %10s %9s\n", "", "", "", "", "", "none/event",
+  std::printf("%-12s %6s  %-24s %-24s %-24s %10s %9s\n", "", "", "", "", "", "none/event",
               "no tool");
   for (const Workload& w : workloads) {
     for (std::size_t c = 0; c < nconfigs; ++c) {
@@ -268,13 +355,14 @@ int per_event(int rounds, std::size_t iterations, int batches) {
     char cell[nconfigs][48];
     for (std::size_t c = 0; c < nconfigs; ++c) {
       s[c] = spread(v[c]);
-      std::snprintf(cell[c], sizeof cell[c], "%8.1f [%.1f-%.1f]", s[c].median, s[c].min,
-                    s[c].max);
+      std::snprintf(cell[c], sizeof cell[c], "%8.1f [%.1f-%.1f]", s[c].median, s[c].min, s[c].max);
     }
-    std::printf("%-12s %6d  %-22s %-22s %-22s %10.1f %8.2fx\n", w.name, w.events, cell[0], cell[1],
-                cell[2], (s[2].median - s[0].median) / w.events, s[2].median / s[0].median);
+    const double e = events.count(w.name) != 0 ? events[w.name] : 0.0;
+    std::printf("%-12s %6.0f  %-24s %-24s %-24s %10.1f %8.2fx\n", w.name, e, cell[0], cell[1],
+                cell[2], e > 0 ? (s[2].median - s[0].median) / e : 0.0, s[2].median / s[0].median);
   }
-  std::printf("\n");
+  std::printf(
+      "\n(events: Kokkos Tools events per iteration, counted in the advisor's processes)\n");
   for (const Workload& w : workloads) std::printf("  %-12s %s\n", w.name, w.what);
   return 0;
 }
@@ -308,8 +396,8 @@ int whole_program(int rounds, const std::vector<std::string>& program) {
       "kbuf-bench-advisor: %s\nwall seconds per run, %d rounds (each round: every configuration "
       "once, in rotating order)\n\n",
       cmd.c_str(), rounds);
-  std::printf("%-16s %6s %9s %9s %9s %10s %9s\n", "configuration", "status", "median", "min",
-              "max", "vs no tool", "min/min");
+  std::printf("%-16s %6s %9s %9s %9s %10s %9s\n", "configuration", "status", "median", "min", "max",
+              "vs no tool", "min/min");
   const Spread base = spread(seconds[0]);
   int rc = 0;
   for (std::size_t c = 0; c < nconfigs; ++c) {
@@ -345,8 +433,8 @@ int main(int argc, char** argv) {
     return child(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]));
   }
   int rounds = 7;
-  std::size_t iterations = 5000;
-  int batches = 9;
+  std::size_t iterations = 2000;
+  int batches = 15;
   std::vector<std::string> program;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
