@@ -85,7 +85,7 @@ if has_stage tsan; then
   # test at all, so each one labelled "threads" must be listed (the check below says which).
   tsan_targets=(kbuf-test-pool kbuf-test-pool-exclusive kbuf-test-pool-kernels kbuf-test-pool-hot-path
                 kbuf-test-pool-debug kbuf-test-limit kbuf-instances-threads kbuf-test-workspace-claims
-                kbuf-test-advisor-threads)
+                kbuf-test-advisor-threads kbuf-test-advisor-tool)
   missing=$(python3 scripts/tsan_targets_missing.py "${tsan_targets[@]}")
   if [ -n "$missing" ]; then
     echo "ci-reliability: labelled threads in tests/ but not in tsan_targets: $missing" >&2
