@@ -6,8 +6,9 @@
 #   asan      builds the tests and examples with AddressSanitizer + UndefinedBehaviorSanitizer
 #             (g++, -DKBUF_SANITIZE=ON) and runs the test suite with CTest: zero reports.
 #   tsan      builds the executables of the tests that use threads (CTest label "threads":
-#             the AllocatorPool tests and the threaded instances example) with ThreadSanitizer
-#             (g++, -DKBUF_SANITIZE=thread) and runs them with `ctest -L threads`: zero reports.
+#             the AllocatorPool tests, the threaded instances example and kbuf-advisor's
+#             thread tests) with ThreadSanitizer (g++, -DKBUF_SANITIZE=thread) and runs them
+#             with `ctest -L threads`: zero reports.
 #   fuzz      builds kbuf-fuzz-allocator (clang++-14, libFuzzer + ASan + UBSan, debug checks
 #             on), replays the committed corpus (fuzz/corpus), then fuzzes for
 #             KBUF_FUZZ_SECONDS (default 60) from a scratch copy of it. A crash fails the stage
@@ -84,7 +85,8 @@ if has_stage tsan; then
   # test at all, so each one labelled "threads" must be listed (the check below says which).
   tsan_targets=(kbuf-test-pool kbuf-test-pool-exclusive kbuf-test-pool-kernels kbuf-test-pool-hot-path
                 kbuf-test-pool-debug kbuf-test-limit kbuf-instances-threads kbuf-test-workspace-claims
-                kbuf-test-current kbuf-test-dropin kbuf-test-dropin-finalize kbuf-test-use-debug)
+                kbuf-test-current kbuf-test-dropin kbuf-test-dropin-finalize kbuf-test-use-debug
+                kbuf-test-advisor-threads kbuf-test-advisor-tool)
   missing=$(python3 scripts/tsan_targets_missing.py "${tsan_targets[@]}")
   if [ -n "$missing" ]; then
     echo "ci-reliability: labelled threads in tests/ but not in tsan_targets: $missing" >&2

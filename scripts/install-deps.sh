@@ -9,6 +9,12 @@
 #   doctest-dev                       the test framework
 #   libopenmpi-dev openmpi-bin        Open MPI: kbuf/mpi.hpp's tests and the halo-exchange
 #                                     example, run under mpirun (KBUF_ENABLE_MPI)
+#   nlohmann-json3-dev                JSON for kbuf-advisor, the Kokkos Tools library
+#                                     (KBUF_ENABLE_ADVISOR)
+#   libtrilinos-tpetra-dev libtrilinos-belos-dev libtrilinos-ifpack2-dev libtrilinos-teuchos-dev
+#                                     Debian's Trilinos 13.2 (same Kokkos 3.4): the peer program
+#                                     kbuf-advisor looks at in CI (examples/advisor_peer.cpp;
+#                                     skipped by the configure when missing)
 #
 # Optional, for the benchmark only (not installed by default): libmimalloc-dev libjemalloc-dev
 # libtbb-dev, the general-purpose allocators kbuf-bench's threaded section compares the pool
@@ -24,7 +30,9 @@ if [ "${1:-}" = "--only" ]; then
   packages=("$@")
 else
   packages=(g++ make cmake python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
-            liblapack-dev libblas-dev doctest-dev libopenmpi-dev openmpi-bin "$@")
+            liblapack-dev libblas-dev doctest-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev
+            libtrilinos-tpetra-dev libtrilinos-belos-dev libtrilinos-ifpack2-dev
+            libtrilinos-teuchos-dev "$@")
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -67,6 +67,7 @@ SPACK_NAMES = {
     "benchmark": "benchmark",
     "LAPACK": "lapack",
     "MPI": "mpi",
+    "nlohmann_json": "nlohmann-json",
 }
 # find_package() names that CMake itself answers from the system (its Find modules), which need
 # no Spack package.

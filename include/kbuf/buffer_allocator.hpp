@@ -23,6 +23,7 @@
 #include <kbuf/errors.hpp>
 #include <kbuf/impl/allocator_records.hpp>
 #include <kbuf/impl/budget.hpp>
+#include <kbuf/impl/buffer_policy.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
@@ -65,7 +66,7 @@ class use;
 /// thread or per execution space instance. Not copyable and not movable: temporaries and
 /// checkpoints refer to it.
 template <class MemorySpace = default_memory_space>
-class BufferAllocator final {
+class BufferAllocator final : private Impl::BufferPolicy {
   static_assert(Kokkos::is_memory_space<MemorySpace>::value,
                 "kbuf::BufferAllocator<MemorySpace>: MemorySpace must be a Kokkos memory space "
                 "such as Kokkos::HostSpace or Kokkos::CudaSpace");
@@ -169,7 +170,7 @@ class BufferAllocator final {
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
                            std::size_t alignment = default_alignment, std::string label = "kbuf")
-      : exec_(exec), alignment_(alignment), label_(std::move(label)) {
+      : Impl::BufferPolicy(alignment), exec_(exec), label_(std::move(label)) {
     expect_initialized("kbuf::BufferAllocator(exec, sizehint, alignment, label)");
     init(sizehint);
   }
@@ -317,13 +318,12 @@ class BufferAllocator final {
   }
   /// Bytes of the buffer in use, alignment padding included.
   [[nodiscard]] std::size_t used() const noexcept {
-    return static_cast<std::size_t>(top_ - reinterpret_cast<std::uintptr_t>(base_));
+    return BufferPolicy::used();
   }
   /// The peak need: the most bytes the live temporaries (fallbacks included, each with its
   /// worst-case alignment padding) would have taken in the buffer. The next growth target.
   [[nodiscard]] std::size_t high_water_mark() const noexcept {
-    const std::size_t need = used() + extra_;  // the peak since the last reset is the need now
-    return need > hwm_ ? need : hwm_;
+    return BufferPolicy::high_water_mark();
   }
   /// True when no temporary is live (fallbacks included).
   [[nodiscard]] bool empty() const noexcept {
@@ -391,6 +391,7 @@ class BufferAllocator final {
         charge(capacity - capacity_, "kbuf::BufferAllocator::resize", "a buffer of", capacity);
       }
       replace_buffer(capacity, "kbuf::BufferAllocator::resize");
+      ++stats_.regrows;
     }
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
@@ -558,7 +559,7 @@ class BufferAllocator final {
   // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
   BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
                   std::size_t alignment, std::string label)
-      : exec_(exec), alignment_(alignment), label_(std::move(label)), budget_(&budget) {
+      : Impl::BufferPolicy(alignment), exec_(exec), label_(std::move(label)), budget_(&budget) {
     init(sizehint);
   }
 
@@ -597,9 +598,7 @@ class BufferAllocator final {
   // Frees a fallback's memory if it came from operator new (pass-through in HostSpace).
   static void free_owned(const Fallback& f) noexcept;
 
-  // What a temporary that made the need differ from the offset changed, and a recorded
-  // checkpoint (kbuf/impl/allocator_records.hpp).
-  using Record = Impl::ExtraRecord;
+  // A recorded checkpoint (kbuf/impl/allocator_records.hpp).
   using Mark = Impl::CheckpointMark;
 
   // How the hot path stays short, with every guarantee kept:
@@ -651,17 +650,6 @@ class BufferAllocator final {
   // or size: kbuf::logic_error, nothing changed), then the general path.
   template <class DataType, class V, class... Extents>
   KBUF_IMPL_COLD void* allocate_checked(Extents... extents);
-
-  bool regrow_pending() const noexcept {
-    return hwm_ > capacity_ || shrink_;
-  }
-
-  // For a temporary about to be counted at depth_: extra_ becomes `extra`, recorded if it
-  // changes (room reserved in acquire_slow).
-  void set_extra(std::size_t extra) noexcept;
-
-  // After the need or used() grew in acquire_slow: the high-water mark and the peaks.
-  void new_peaks() noexcept;
 
   // The hot path's limit (see acquire): an address, or 0 for none. Called whenever what it
   // depends on changes, except by the hot path and a reset that keeps it valid.
@@ -731,7 +719,8 @@ class BufferAllocator final {
 
   // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes,
   // for `call`. On failure tries to take back the old capacity, then throws. The caller has
-  // charged the growth (capacity - capacity()) if any; what is not kept is given back.
+  // charged the growth (capacity - capacity()) if any; what is not kept is given back. The
+  // caller counts the regrowth.
   void replace_buffer(std::size_t capacity, const char* call);
 
   // The capacity regrow() leaves. A high-water mark no buffer size can hold (sizehint near
@@ -886,24 +875,15 @@ class BufferAllocator final {
   // kbuf::out_of_memory for a request whose size (with its alignment) overflows size_t.
   [[noreturn]] KBUF_IMPL_COLD void throw_unsatisfiable(std::size_t nbytes, std::size_t a) const;
 
+  // The numbers (alignment_, capacity_, top_, the need, the high-water mark, depth_, stats_) are
+  // Impl::BufferPolicy's, the base class; the memory and everything else are here.
   execution_space exec_;
-  std::size_t alignment_;
-  std::uintptr_t align_mask_ = alignment_ - 1;
-  std::uintptr_t align_neg_ = ~align_mask_;
   std::string label_;
-  raw_view buffer_;                // capacity_ bytes at an address aligned to alignment_
-  unsigned char* base_ = nullptr;  // buffer_.data()
-  std::size_t capacity_ = 0;
-  std::uintptr_t top_ = 0;  // address of the end of the newest carved temporary (used())
+  raw_view buffer_;                      // capacity_ bytes at an address aligned to alignment_
+  unsigned char* base_ = nullptr;        // buffer_.data(), the policy's origin_
   mutable std::uintptr_t fast_end_ = 0;  // the hot path's end, or 0: see update_fast_end()
-  std::size_t extra_ = 0;  // the need (bytes everything live would take if carved, worst-case
-                           // padding) minus used()
-  std::size_t hwm_ = 0;    // peak need up to the last reset (or what sizehint set)
-  bool shrink_ = false;    // sizehint(n, true) asked the next regrowth to shrink too
-  std::vector<Fallback> fallbacks_;  // live fallbacks, oldest first
-  std::vector<Record> records_;      // see Record, oldest first
-  std::size_t depth_ = 0;            // live temporaries, zero-sized ones aside
-  std::uint64_t released_ = 0;       // temporaries released so far (zero-sized ones aside)
+  std::vector<Fallback> fallbacks_;      // live fallbacks, oldest first
+  std::uint64_t released_ = 0;           // temporaries released so far (zero-sized ones aside)
   // Recorded checkpoints (sorted by depth), and room for at least one more whenever a new one
   // may be needed (see grow_marks).
   mutable std::unique_ptr<Mark[]> marks_;
@@ -911,7 +891,6 @@ class BufferAllocator final {
   std::size_t mark_capacity_ = 0;
   std::size_t live_scopes_ = 0;
   std::size_t live_uses_ = 0;  // kbuf::use guards naming it (counted with KBUF_ENABLE_DEBUG only)
-  Statistics stats_;
   std::uint64_t numbered_base_ = 0;  // released_ + depth_ when the measurement region began
                                      // (reset_peaks)
   std::size_t limit_ = Impl::SharedBudget::no_limit;

@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -54,6 +55,8 @@ struct Options {
   bool complex = false;
   std::string csv;
   std::size_t threads = 0;  // 0: the single-thread table; N: throughput on 1..N threads
+  std::vector<TemporaryPolicy> strategies{TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
+                                          TemporaryPolicy::fresh_views_initialized};
 };
 
 void usage(std::FILE* out) {
@@ -73,6 +76,10 @@ void usage(std::FILE* out) {
                "                    about %.1f s per strategy and D, at least 5)\n"
                "  --type T          element type: double or complex (default double)\n"
                "  --csv FILE        also write the table to FILE as CSV\n"
+               "  --strategy S      run only one strategy: kbuf, view-noinit (fresh Views\n"
+               "                    without initialisation) or view-init (with); all\n"
+               "                    (default) runs the three interleaved. The speed-up\n"
+               "                    column needs view-init\n"
                "  --threads N       instead of the table: contract independent networks on\n"
                "                    1, 2, ..., N host threads at once (each thread its own\n"
                "                    network, its own execution space instance from\n"
@@ -116,6 +123,13 @@ Options parse(const kbuf_cli::Arguments& args) {
       o.threads = parse_positive("--threads", next(), 256);
     } else if (arg == "--csv") {
       o.csv = parse_file_name("--csv", next());
+    } else if (arg == "--strategy") {
+      const TemporaryPolicy all[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
+                                     TemporaryPolicy::fresh_views_initialized};
+      const std::size_t i =
+          parse_choice("--strategy", next(), {"kbuf", "view-noinit", "view-init", "all"});
+      o.strategies = i == 3 ? std::vector<TemporaryPolicy>(all, all + 3)
+                            : std::vector<TemporaryPolicy>{all[i]};
     } else {
       kbuf_cli::Arguments::unknown(arg);
     }
@@ -174,7 +188,7 @@ struct Row {
   double allocations;  // in the memory space per contraction, after warm-up
   bool has_buffer;
   std::size_t capacity, hwm, fallbacks_after_warmup;
-  double speedup;
+  double speedup;  // NaN without View(init) in the run
   double error;
 };
 
@@ -213,15 +227,16 @@ struct Runner {
 };
 
 void print_row(const Row& r) {
-  char cap[24] = "-", hwm[24] = "-", fb[24] = "-";
+  char cap[24] = "-", hwm[24] = "-", fb[24] = "-", speedup[24] = "-";
   if (r.has_buffer) {
     std::snprintf(cap, sizeof cap, "%zu", r.capacity);
     std::snprintf(hwm, sizeof hwm, "%zu", r.hwm);
     std::snprintf(fb, sizeof fb, "%zu", r.fallbacks_after_warmup);
   }
-  std::printf("%5zu %3zu  %-13s %6zu %11.2f %10.2f %6.0f %7.0f %12s %10s %10s %8.2fx %12.2e\n",
-              r.bond, r.phys, to_string(r.strategy), r.reps, r.median_us, r.min_us, r.temporaries,
-              r.allocations, cap, hwm, fb, r.speedup, r.error);
+  if (!std::isnan(r.speedup)) std::snprintf(speedup, sizeof speedup, "%8.2fx", r.speedup);
+  std::printf("%5zu %3zu  %-13s %6zu %11.2f %10.2f %6.0f %7.0f %12s %10s %10s %9s %12.2e\n", r.bond,
+              r.phys, to_string(r.strategy), r.reps, r.median_us, r.min_us, r.temporaries,
+              r.allocations, cap, hwm, fb, speedup, r.error);
   std::fflush(stdout);
 }
 
@@ -423,8 +438,12 @@ int run_threads(Options o) {
               "instances", "strategy", "reps", "contractions/s", "scaling", "speed-up", "fallbacks",
               "max rel err");
   bool ok = true;
-  const TemporaryPolicy policies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
-                                      TemporaryPolicy::fresh_views_initialized};
+  const std::vector<TemporaryPolicy>& policies = o.strategies;
+  const std::size_t npolicies = policies.size();
+  // View(init)'s index, the speed-ups' base (npolicies if it does not run).
+  const std::size_t init_index = static_cast<std::size_t>(
+      std::find(policies.begin(), policies.end(), TemporaryPolicy::fresh_views_initialized) -
+      policies.begin());
   for (std::size_t bond : o.bonds) {
     std::vector<ThreadData<T>> data(o.threads);
     for (std::size_t t = 0; t < o.threads; ++t) {
@@ -437,17 +456,16 @@ int run_threads(Options o) {
     std::size_t allocators = 0;
 
     std::size_t reps = o.reps;
-    if (reps == 0) {  // size from one thread's kbuf contractions
+    if (reps == 0) {  // size from one thread's contractions of the first strategy
       bool partitioned = false;
       const std::vector<exec_space> one = kbuf_tensor::thread_instances<exec_space>(1, partitioned);
       std::vector<std::unique_ptr<pool_type>> pools;
       pools.push_back(std::make_unique<pool_type>(one[0]));
-      const ThreadRun probe =
-          run_threads_once<T>(TemporaryPolicy::kbuf, 1, 3, plan, data, one, pools);
+      const ThreadRun probe = run_threads_once<T>(policies[0], 1, 3, plan, data, one, pools);
       reps = static_cast<std::size_t>(budget_seconds * probe.per_second);
       reps = std::min<std::size_t>(std::max<std::size_t>(reps, 5), 20000);
     }
-    double one_thread[3] = {0, 0, 0};
+    std::vector<double> one_thread(npolicies, 0.0);
     for (std::size_t n = 1; n <= o.threads; ++n) {
       bool partitioned = false;
       const std::vector<exec_space> instances =
@@ -460,9 +478,9 @@ int run_threads(Options o) {
         pools.push_back(std::make_unique<pool_type>(instances[i]));
       }
       // Best of three interleaved runs: on a shared machine the least disturbed one.
-      ThreadRun runs[3];
+      std::vector<ThreadRun> runs(npolicies);
       for (int k = 0; k < 3; ++k) {
-        for (int s = 0; s < 3; ++s) {
+        for (std::size_t s = 0; s < npolicies; ++s) {
           ThreadRun r = run_threads_once<T>(policies[s], n, reps, plan, data, instances, pools);
           if (!r.error.empty() || !(r.max_error <= tolerance) || r.fallbacks_after_warmup != 0) {
             runs[s] = r;  // keep a failure visible
@@ -473,10 +491,10 @@ int run_threads(Options o) {
           }
         }
       }
-      for (int s = 0; s < 3; ++s) {
+      for (std::size_t s = 0; s < npolicies; ++s) {
         if (n == 1) one_thread[s] = runs[s].per_second;
       }
-      for (int s = 0; s < 3; ++s) {
+      for (std::size_t s = 0; s < npolicies; ++s) {
         const ThreadRun& r = runs[s];
         if (!r.error.empty()) {
           std::fprintf(stderr, "kbuf-demo: D = %zu, %zu threads, %s: %s\n", bond, n,
@@ -501,10 +519,14 @@ int run_threads(Options o) {
             ok = false;
           }
         }
-        std::printf("%5zu %3zu %7zu %-9s  %-13s %6zu %14.1f %7.2fx %8.2fx %10s %12.2e\n", bond,
-                    o.phys, n, partitioned ? "partition" : "default", to_string(policies[s]), reps,
-                    r.per_second, r.per_second / one_thread[s], r.per_second / runs[2].per_second,
-                    fb, r.max_error);
+        char speedup[24] = "-";
+        if (init_index < npolicies) {
+          std::snprintf(speedup, sizeof speedup, "%8.2fx",
+                        r.per_second / runs[init_index].per_second);
+        }
+        std::printf("%5zu %3zu %7zu %-9s  %-13s %6zu %14.1f %7.2fx %9s %10s %12.2e\n", bond, o.phys,
+                    n, partitioned ? "partition" : "default", to_string(policies[s]), reps,
+                    r.per_second, r.per_second / one_thread[s], speedup, fb, r.max_error);
         std::fflush(stdout);
       }
       for (const auto& pool : pools) allocators += pool->size();
@@ -515,9 +537,13 @@ int run_threads(Options o) {
         "allocators reused)\n",
         bond, o.phys, allocators, o.threads);
   }
-  std::printf("\n%s\n", ok ? "OK: every strategy on every thread agrees with the reference; kbuf "
-                             "served every temporary from its buffer after warm-up"
-                           : "FAILED (see the messages above)");
+  const bool with_kbuf =
+      std::find(policies.begin(), policies.end(), TemporaryPolicy::kbuf) != policies.end();
+  std::printf("\n%s\n", !ok ? "FAILED (see the messages above)"
+                        : with_kbuf
+                            ? "OK: every strategy on every thread agrees with the reference; kbuf "
+                              "served every temporary from its buffer after warm-up"
+                            : "OK: every strategy on every thread agrees with the reference");
   return ok ? exit_ok : exit_wrong_result;
 }
 
@@ -559,8 +585,7 @@ int run(const Options& o) {
   std::vector<Row> rows;
   std::ostringstream kbuf_stats;  // one line of the allocator's counters per D, printed at the end
   bool ok = true;
-  const TemporaryPolicy strategies[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
-                                        TemporaryPolicy::fresh_views_initialized};
+  const std::vector<TemporaryPolicy>& strategies = o.strategies;
   for (std::size_t bond : o.bonds) {
     const auto host = random_host_network<T>(bond, o.phys, 2024);
     const auto net = to_device<T, space>(host);
@@ -586,11 +611,18 @@ int run(const Options& o) {
       for (int i = 0; i < 2; ++i) fastest = std::min(fastest, r->run(plan, net));
       probe = std::max(probe, fastest);
     }
-    kbuf::BufferAllocator<space>& alloc = *runners[0]->alloc;
-    const auto warm = alloc.statistics();
-    const std::size_t warm_hwm = alloc.high_water_mark();
-    const std::size_t warm_calls = runners[0]->calls;
-    const std::size_t warm_count = runners[0]->tmp->count();
+    // kbuf's runner, if it runs, and View(init)'s, the speed-ups' base.
+    Runner<T>* kbuf_runner = nullptr;
+    Runner<T>* init_runner = nullptr;
+    for (auto& r : runners) {
+      if (r->strategy == TemporaryPolicy::kbuf) kbuf_runner = r.get();
+      if (r->strategy == TemporaryPolicy::fresh_views_initialized) init_runner = r.get();
+    }
+    kbuf::BufferAllocator<space>* alloc = kbuf_runner ? kbuf_runner->alloc.get() : nullptr;
+    const kbuf::Statistics warm = alloc ? alloc->statistics() : kbuf::Statistics();
+    const std::size_t warm_hwm = alloc ? alloc->high_water_mark() : 0;
+    const std::size_t warm_calls = kbuf_runner ? kbuf_runner->calls : 0;
+    const std::size_t warm_count = kbuf_runner ? kbuf_runner->tmp->count() : 0;
     std::vector<std::size_t> warm_allocations;
     for (auto& r : runners) warm_allocations.push_back(r->allocations);
 
@@ -602,23 +634,25 @@ int run(const Options& o) {
     bool steady = true;
     for (std::size_t i = 0; i < reps; ++i) {
       for (auto& r : runners) r->times.push_back(r->run(plan, net));
-      steady = steady && alloc.empty() && alloc.high_water_mark() == warm_hwm;
+      steady = steady && (!alloc || (alloc->empty() && alloc->high_water_mark() == warm_hwm));
     }
-    const std::size_t fallbacks_after = alloc.statistics().fallbacks - warm.fallbacks;
-    const double per_contraction = static_cast<double>(runners[0]->tmp->count() - warm_count) /
-                                   static_cast<double>(runners[0]->calls - warm_calls);
-    if (!steady || fallbacks_after != 0 || alloc.statistics().regrows != warm.regrows) {
+    const std::size_t fallbacks_after = alloc ? alloc->statistics().fallbacks - warm.fallbacks : 0;
+    const double per_contraction =
+        kbuf_runner ? static_cast<double>(kbuf_runner->tmp->count() - warm_count) /
+                          static_cast<double>(kbuf_runner->calls - warm_calls)
+                    : 0.0;
+    if (alloc && (!steady || fallbacks_after != 0 || alloc->statistics().regrows != warm.regrows)) {
       std::fprintf(stderr,
                    "kbuf-demo: D = %zu: kbuf did not reach its steady state after warm-up "
                    "(empty after each contraction: %s, high-water mark %zu -> %zu, fallbacks +%zu, "
                    "regrows +%zu)\n",
-                   bond, steady ? "yes" : "no", warm_hwm, alloc.high_water_mark(), fallbacks_after,
-                   alloc.statistics().regrows - warm.regrows);
+                   bond, steady ? "yes" : "no", warm_hwm, alloc->high_water_mark(), fallbacks_after,
+                   alloc->statistics().regrows - warm.regrows);
       ok = false;
     }
-    kbuf_stats << "kbuf statistics, D = " << bond << ": " << alloc.statistics() << '\n';
+    if (alloc) kbuf_stats << "kbuf statistics, D = " << bond << ": " << alloc->statistics() << '\n';
 
-    const double base = median(runners.back()->times);
+    const double base = init_runner ? median(init_runner->times) : std::nan("");
     for (std::size_t ri = 0; ri < runners.size(); ++ri) {
       auto& r = runners[ri];
       const HostTensor<T> got = to_host(r->hraa);
@@ -645,8 +679,8 @@ int run(const Options& o) {
       if (r->strategy == TemporaryPolicy::kbuf) {
         row.temporaries = per_contraction;
         row.has_buffer = true;
-        row.capacity = alloc.capacity();
-        row.hwm = alloc.high_water_mark();
+        row.capacity = alloc->capacity();
+        row.hwm = alloc->high_water_mark();
         row.fallbacks_after_warmup = fallbacks_after;
       }
       row.speedup = base / median(r->times);
@@ -667,7 +701,9 @@ int run(const Options& o) {
       } else {
         csv << ",,";
       }
-      csv << ',' << r.speedup << ',' << r.error << ',' << r.allocations << '\n';
+      csv << ',';
+      if (!std::isnan(r.speedup)) csv << r.speedup;
+      csv << ',' << r.error << ',' << r.allocations << '\n';
     }
     csv.flush();
     if (!csv) {
@@ -675,10 +711,13 @@ int run(const Options& o) {
       return exit_other_error;
     }
   }
-  std::printf("\n%s", kbuf_stats.str().c_str());
-  std::printf("\n%s\n", ok ? "OK: every strategy agrees with the reference; kbuf served every "
-                             "temporary from its buffer after warm-up"
-                           : "FAILED (see the messages above)");
+  if (!kbuf_stats.str().empty()) std::printf("\n%s", kbuf_stats.str().c_str());
+  const bool with_kbuf = std::find(o.strategies.begin(), o.strategies.end(),
+                                   TemporaryPolicy::kbuf) != o.strategies.end();
+  std::printf("\n%s\n", !ok         ? "FAILED (see the messages above)"
+                        : with_kbuf ? "OK: every strategy agrees with the reference; kbuf served "
+                                      "every temporary from its buffer after warm-up"
+                                    : "OK: every strategy agrees with the reference");
   return ok ? exit_ok : exit_wrong_result;
 }
 

@@ -98,33 +98,27 @@ KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbyt
                   "': no host memory left to record a temporary");
   }
   if (reporter_ != nullptr) reserve_reports();
-  if (depth_ == 0 && regrow_pending()) return regrow_and_acquire(nbytes, a);
+  if (regrow_due()) return regrow_and_acquire(nbytes, a);
   return carve_or_fallback(nbytes, a);
 }
 
 template <class MemorySpace>
 void* BufferAllocator<MemorySpace>::carve_or_fallback(std::size_t nbytes, std::size_t a) {
-  const std::uintptr_t base = reinterpret_cast<std::uintptr_t>(base_);
-  const std::size_t used = this->used();
-  // The need as if everything were carved: the buffer's base is aligned to alignment_, so a
-  // type aligned beyond it pads at most (a - alignment_) bytes more.
-  const std::size_t need_start = Impl::align_up(used + extra_, alignment_) + (a - alignment_);
-  const std::size_t start = static_cast<std::size_t>(Impl::align_up(base + used, a) - base);
-  if (start <= capacity_ && nbytes <= capacity_ - start) {
+  // Where it goes: kbuf/impl/buffer_policy.hpp.
+  const Impl::Placement place = BufferPolicy::place(nbytes, a);
+  if (place.fits) {
     // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
-    void* p = base_ + start;
+    void* p = base_ + place.start;
     Impl::unpoison<MemorySpace>(p, nbytes);
-    top_ = base + start + nbytes;
-    set_extra(need_start - start);  // >= 0: the need's padding is the worst case
-    ++depth_;
-    new_peaks();
+    carve(place, nbytes);
+    update_fast_end();
     if (reporter_ != nullptr) report_acquired(p, nbytes);
     return p;
   }
-  if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - need_start)) {
+  if (KBUF_IMPL_UNLIKELY(nbytes > std::numeric_limits<std::size_t>::max() - place.need_start)) {
     throw_unsatisfiable(nbytes, a);
   }
-  return commit_fallback(take_fallback(nbytes, a, need_start + nbytes), nbytes, a);
+  return commit_fallback(take_fallback(nbytes, a, place.need_start + nbytes), nbytes, a);
 }
 
 template <class MemorySpace>
@@ -137,22 +131,6 @@ KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::allocate_checked(Extents... e
     return nullptr;
   }
   return acquire_slow(nbytes, alignof(typename V::value_type));
-}
-
-template <class MemorySpace>
-void BufferAllocator<MemorySpace>::set_extra(std::size_t extra) noexcept {
-  if (extra == extra_) return;
-  records_.push_back(Record{depth_, extra_});
-  extra_ = extra;
-}
-
-template <class MemorySpace>
-void BufferAllocator<MemorySpace>::new_peaks() noexcept {
-  const std::size_t used = this->used();
-  const std::size_t need = used + extra_;
-  if (need > hwm_) hwm_ = need;
-  if (used > stats_.peak_used) stats_.peak_used = used;
-  update_fast_end();
 }
 
 template <class MemorySpace>
@@ -205,10 +183,8 @@ BufferAllocator<MemorySpace>::take_fallback(std::size_t nbytes, std::size_t a, s
                   "': no host memory left to record a fallback of ", nbytes, " bytes");
   }
   if (KBUF_IMPL_UNLIKELY(!try_charge(nbytes))) {
-    if (need > hwm_) {
-      hwm_ = need;
-      update_fast_end();  // a regrowth may be pending now
-    }
+    record_need(need);
+    update_fast_end();  // a regrowth may be pending now
     refuse_limit(nbytes, "kbuf::BufferAllocator::allocate", "a fallback of", nbytes);
   }
   raw_view memory;
@@ -275,12 +251,8 @@ void* BufferAllocator<MemorySpace>::commit_fallback(raw_view memory, std::size_t
   const std::size_t owned = passthrough_owns_memory && passthrough_ ? a : 0;
   // Cannot throw: reserved.
   fallbacks_.push_back(Fallback{std::move(memory), nbytes, depth_, owned});
-  ++stats_.fallbacks;
-  stats_.fallback_bytes += nbytes;
-  const std::size_t used = this->used();
-  set_extra(Impl::align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used);
-  ++depth_;
-  new_peaks();
+  add_fallback(nbytes, a);  // its need: kbuf/impl/buffer_policy.hpp
+  update_fast_end();
   if (reporter_ != nullptr) report_acquired(p, nbytes);
   return p;
 }
@@ -349,8 +321,7 @@ void BufferAllocator<MemorySpace>::take_buffer(std::size_t capacity, const char*
   const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
   buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
   base_ = buffer_.data();
-  capacity_ = capacity;
-  top_ = reinterpret_cast<std::uintptr_t>(base_);  // empty: used() == 0
+  set_buffer(reinterpret_cast<std::uintptr_t>(base_), capacity);  // empty: used() == 0
   update_fast_end();
   Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
 }
@@ -363,8 +334,7 @@ void BufferAllocator<MemorySpace>::replace_buffer(std::size_t capacity, const ch
   Impl::unpoison<MemorySpace>(base_, capacity_);
   buffer_ = raw_view();
   base_ = nullptr;
-  capacity_ = 0;
-  top_ = 0;
+  set_buffer(0, 0);
   update_fast_end();
   try {
     take_buffer(capacity, call);
@@ -377,7 +347,6 @@ void BufferAllocator<MemorySpace>::replace_buffer(std::size_t capacity, const ch
     throw;
   }
   uncharge(charged - capacity_);
-  ++stats_.regrows;
 }
 
 template <class MemorySpace>
@@ -387,21 +356,20 @@ std::size_t BufferAllocator<MemorySpace>::regrow_capacity() const {
                   "': cannot grow the buffer to the high-water mark of ", hwm_, " bytes in ",
                   Impl::space_name<MemorySpace>(), ": no buffer that large fits in size_t");
   }
-  std::size_t capacity = buffer_size(hwm_);
-  if (limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr) {
-    const std::size_t largest = largest_buffer();  // growth stops at the limit
-    if (capacity > largest) capacity = largest;
-  }
-  return capacity > capacity_ || (shrink_ && capacity != capacity_) ? capacity : capacity_;
+  // Growth stops at the limit: kbuf/impl/buffer_policy.hpp.
+  const bool limited = limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr;
+  return BufferPolicy::regrow_capacity(limited ? largest_buffer()
+                                               : std::numeric_limits<std::size_t>::max());
 }
 
 template <class MemorySpace>
 KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::regrow(std::size_t capacity) {
-  if (capacity != capacity_) {
+  const bool replace = capacity != capacity_;
+  if (replace) {
     if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
     replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
   }
-  shrink_ = false;
+  regrown(replace);
   update_fast_end();
 }
 
@@ -442,20 +410,13 @@ template <class MemorySpace>
 KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_depth,
                                                                std::size_t cp_used) noexcept {
   if (reporter_ != nullptr) report_released(cp_depth);
-  if (depth_ > stats_.peak_live) stats_.peak_live = depth_;
   Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
   std::size_t keep = fallbacks_.size();
   while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
   if (keep != fallbacks_.size()) free_fallbacks(keep);
-  while (!records_.empty() && records_.back().depth >= cp_depth) {
-    extra_ = records_.back().extra;
-    records_.pop_back();
-  }
   while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp_depth) --nmarks_;
   released_ += depth_ - cp_depth;
-  depth_ = cp_depth;
-  top_ = reinterpret_cast<std::uintptr_t>(base_) + cp_used;
-  ++stats_.resets;
+  release(cp_depth, cp_used);  // the need and the peaks: kbuf/impl/buffer_policy.hpp
   update_fast_end();
 }
 

@@ -59,6 +59,12 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     )
     variant("benchmarks", default=False, description="Build kbuf's benchmarks")
     variant(
+        "advisor",
+        default=True,
+        description="Build and install kbuf-advisor, the Kokkos Tools library "
+        "lib/libkbuf-advisor.so (KBUF_ENABLE_ADVISOR; needs nlohmann-json)",
+    )
+    variant(
         "mpi",
         default=False,
         description="Build with MPI (KBUF_ENABLE_MPI): kbuf-tebd over MPI ranks and, with "
@@ -215,6 +221,9 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
         for _arch in _KOKKOS_CUDA_ARCHES:
             depends_on(f"kokkos-kernels+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
 
+    # kbuf-advisor writes its JSON with nlohmann-json (find_package(nlohmann_json) in src/advisor)
+    depends_on("nlohmann-json@3.2:", when="+advisor")
+
     # find_package(MPI COMPONENTS CXX) with KBUF_ENABLE_MPI
     depends_on("mpi", when="+mpi")
 
@@ -256,6 +265,7 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             self.define_from_variant("KBUF_ENABLE_KERNELS", "kernels"),
             self.define_from_variant("KBUF_ENABLE_BENCHMARKS", "benchmarks"),
             self.define_from_variant("KBUF_ENABLE_MPI", "mpi"),
+            self.define_from_variant("KBUF_ENABLE_ADVISOR", "advisor"),
             # The examples are part of the project's own CI, not of an installation.
             self.define("KBUF_ENABLE_EXAMPLES", False),
             self.define("BUILD_TESTING", self.run_tests),

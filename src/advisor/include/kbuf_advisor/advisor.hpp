@@ -1,0 +1,211 @@
+// kbuf-advisor's core: what a Kokkos program allocates, how long each allocation lives, and what
+// one kbuf::BufferAllocator per host thread and memory space would do with its temporaries,
+// replayed through kbuf's own rules (kbuf/impl/buffer_policy.hpp). The Kokkos Tools library
+// (tool.cpp) feeds it the events; tests and the benchmark feed it directly. It includes no Kokkos
+// header and makes no Kokkos call: what it does never reaches the program's Kokkos.
+//
+// Thread-safe: every event takes one mutex; each host thread's verdicts follow from its own
+// events alone. Its memory is bounded whatever the length of the run: aggregates per label,
+// region, space and host thread (each capped), histograms of fixed size, a record per live
+// allocation of the program (the program holds those anyway) and the allocations still waiting
+// for their verdict (at most `window` events per host thread), time series and a trace of capped
+// size (what is left out is counted and said).
+#ifndef KBUF_ADVISOR_ADVISOR_HPP
+#define KBUF_ADVISOR_ADVISOR_HPP
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kbuf_advisor {
+
+/// The settings, each from an environment variable (read once, at load).
+struct Settings {
+  std::string output;                 ///< KBUF_ADVISOR_OUTPUT: folder of the three files
+  std::size_t max_kernels = 8;        ///< KBUF_ADVISOR_KERNELS: a temporary lives at most
+                                      ///< this many kernels of its thread
+  std::size_t max_hold = 8;           ///< KBUF_ADVISOR_HOLD (default: max_kernels): kernels a
+                                      ///< temporary freed out of LIFO order may stay held
+                                      ///< past its free
+  std::size_t window = 65536;         ///< KBUF_ADVISOR_WINDOW: events of a host thread an
+                                      ///< allocation may await its verdict
+  std::size_t trace_events = 200000;  ///< KBUF_ADVISOR_TRACE_EVENTS: trace size cap
+  std::size_t max_names = 4096;       ///< KBUF_ADVISOR_NAMES: labels, regions, kernels kept
+  std::size_t top = 12;               ///< KBUF_ADVISOR_TOP: rows per table in the report
+  std::string report = "stderr";      ///< KBUF_ADVISOR_REPORT: stderr, stdout or off
+
+  /// From the environment; a value that cannot be read keeps the default and adds a line to
+  /// `warnings`.
+  static Settings from_environment(std::vector<std::string>& warnings);
+};
+
+/// Counts by powers of two above 63 and exactly below: lifetimes in kernels.
+struct Histogram {
+  static constexpr std::size_t exact = 64;
+  std::array<std::uint64_t, exact + 64> buckets{};
+  void add(std::uint64_t v) noexcept;
+  [[nodiscard]] std::uint64_t count() const noexcept;
+  /// The value at quantile q (0..1): exact below 64, a bucket's lower bound above.
+  [[nodiscard]] double quantile(double q) const noexcept;
+};
+
+/// Why a temporary candidate was left to the program's own allocations in the replay.
+enum class Reason : std::uint8_t {
+  too_long,      ///< lived more than max_kernels kernels of its thread
+  out_of_order,  ///< freed so long after older temporaries that holding them (LIFO) would keep
+                 ///< one more than max_kernels kernels past its own free
+  live_at_end,   ///< never freed before Kokkos::finalize
+  window,        ///< live while its thread's queue passed `window` events
+  kbuf_own,      ///< a buffer or fallback of the program's own kbuf allocator
+  count
+};
+const char* to_string(Reason r) noexcept;
+
+/// What one label, region or space came to.
+struct Aggregate {
+  std::uint64_t count = 0, bytes = 0, frees = 0, lifo_frees = 0;
+  std::uint64_t served = 0, served_bytes = 0;  ///< taken by the replay (buffer or fallback)
+  std::uint64_t from_buffer = 0;               ///< of those, carved from its buffer
+  std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};
+  Histogram kernels;  ///< lifetime in kernels of the allocating thread, freed ones
+  Histogram micros;   ///< lifetime in microseconds, freed ones
+};
+
+struct SpaceTotals {
+  std::string name;
+  std::uint64_t allocations = 0, deallocations = 0, bytes = 0, held = 0, peak_held = 0;
+};
+
+/// One of kbuf's own record spaces ("kbuf:<label>"): temporaries a kbuf allocator of the
+/// program served, reported apart and never counted as allocations.
+struct KbufSpace {
+  std::string name;
+  std::uint64_t temporaries = 0, releases = 0, bytes = 0, held = 0, peak_held = 0;
+};
+
+/// One BufferAllocator of the replay (a host thread and a memory space).
+struct ReplayResult {
+  std::uint32_t thread = 0;
+  std::string space;
+  std::size_t alignment = 0;
+  std::uint64_t temporaries = 0, from_buffer = 0, fallbacks = 0, first_round_fallbacks = 0;
+  std::uint64_t regrows = 0;
+  std::uint64_t released_late = 0;  ///< freed while a newer one was held: held until it went
+  std::size_t capacity_at_end = 0, capacity = 0, high_water_mark = 0;
+  /// Allocations of the program that this allocator makes unnecessary: temporaries carved from
+  /// the buffer, less the buffers it allocated.
+  [[nodiscard]] std::int64_t allocations_avoided() const noexcept {
+    return static_cast<std::int64_t>(from_buffer) - static_cast<std::int64_t>(regrows);
+  }
+};
+
+struct Named {
+  std::string space, name;
+  Aggregate a;
+  std::uint64_t instances = 0, peak_held = 0;  ///< regions only
+};
+
+/// A point of the memory series: the most bytes held during a stretch of events.
+struct SeriesPoint {
+  double seconds = 0;
+  std::uint64_t temporaries = 0, others = 0;
+};
+
+struct Marker {
+  double seconds = 0;
+  std::string name;
+};
+
+/// One complete event of the trace (Chrome trace-event format): a kernel, a region, a fence or
+/// a deep copy. (The bytes held, its counters, come from Results::series.)
+struct TraceEvent {
+  enum Kind : std::uint8_t { kernel, region, deep_copy, fence } kind;
+  std::uint32_t thread = 0;
+  std::uint32_t name = 0;  ///< index into Results::names
+  double begin_us = 0, duration_us = 0;
+  std::uint64_t bytes = 0;         ///< deep copies: bytes copied
+  std::uint32_t to = 0, from = 0;  ///< deep copies: "label [space]" (Results::names)
+};
+
+/// Everything the report, the JSON, the SVG and the trace are made from.
+struct Results {
+  Settings settings;
+  std::vector<std::string> warnings;
+  double seconds = 0;
+  std::uint64_t allocations = 0, deallocations = 0, bytes = 0, unmatched_frees = 0;
+  std::uint64_t kernels = 0, fences = 0, deep_copies = 0, deep_copy_bytes = 0, pushes = 0;
+  std::uint64_t threads = 0;       ///< host threads that made events
+  std::uint64_t thread_slots = 0;  ///< slots they used (an exited thread's is reused)
+  std::vector<SpaceTotals> spaces;
+  std::vector<KbufSpace> kbuf_spaces;
+  std::vector<Named> labels;        ///< most allocations first
+  std::vector<Named> regions;       ///< most allocations first
+  std::uint64_t names_dropped = 0;  ///< events whose label or region went to "(other)"
+  std::vector<ReplayResult> replays;
+  std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};
+  std::vector<SeriesPoint> series;
+  std::uint64_t series_stride = 1;  ///< events per point at most
+  std::vector<Marker> markers;      ///< starts of outermost regions (a sample if many)
+  std::uint64_t outer_regions = 0;  ///< outermost regions of the first thread, in all
+  std::vector<std::string> names;   ///< trace names
+  std::vector<TraceEvent> trace;
+  std::uint64_t trace_dropped = 0;
+  std::size_t peak_pending = 0;  ///< most events in one host thread's queue
+
+  /// Summed over the replay's allocators.
+  [[nodiscard]] std::size_t capacity() const noexcept;
+  [[nodiscard]] std::int64_t allocations_avoided() const noexcept;
+  [[nodiscard]] std::uint64_t first_round_fallbacks() const noexcept;
+  [[nodiscard]] std::uint64_t fallbacks() const noexcept;
+  [[nodiscard]] std::uint64_t served() const noexcept;
+};
+
+/// The event sink. All members are thread-safe.
+class Advisor {
+ public:
+  explicit Advisor(Settings settings);
+  ~Advisor();
+  Advisor(const Advisor&) = delete;
+  Advisor& operator=(const Advisor&) = delete;
+
+  void allocate(const char* space, const char* label, const void* ptr, std::uint64_t size);
+  void deallocate(const char* space, const char* label, const void* ptr, std::uint64_t size);
+  /// Returns the handle end_kernel takes back.
+  std::uint64_t begin_kernel(const char* name);
+  void end_kernel(std::uint64_t handle);
+  void push_region(const char* name);
+  void pop_region();
+  std::uint64_t begin_fence(const char* name);
+  void end_fence(std::uint64_t handle);
+  void begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,
+                       const char* src_label, std::uint64_t size);
+  void end_deep_copy();
+
+  /// Decides what still waits (live allocations: live at the end) and gathers the results.
+  /// The advisor takes no events after it.
+  Results finish();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+/// The terminal report.
+std::string format_report(const Results& r);
+/// kbuf-advisor.json's text.
+std::string format_json(const Results& r);
+/// kbuf-advisor.svg's text.
+std::string format_svg(const Results& r);
+/// kbuf-advisor.trace.json's text.
+std::string format_trace(const Results& r);
+
+/// Writes the three files into `dir` (made if missing, one level). Returns an empty string, or
+/// what went wrong (for the line on stderr).
+std::string write_outputs(const Results& r, const std::string& dir);
+
+}  // namespace kbuf_advisor
+
+#endif  // KBUF_ADVISOR_ADVISOR_HPP

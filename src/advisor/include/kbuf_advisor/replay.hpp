@@ -1,0 +1,80 @@
+// One kbuf::BufferAllocator of the replay, without memory: kbuf's own rules
+// (kbuf::Impl::BufferPolicy, the base class of BufferAllocator) driven in the order
+// BufferAllocator's general path drives them (acquire_slow: regrow when empty and due, then
+// carve or fall back; a reset restores the point before a temporary). The differential test
+// (tests/advisor/test_replay.cpp) runs the same programs through a real BufferAllocator and
+// through this, and compares every number.
+#ifndef KBUF_ADVISOR_REPLAY_HPP
+#define KBUF_ADVISOR_REPLAY_HPP
+
+#include <kbuf/impl/buffer_policy.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace kbuf_advisor {
+
+class Replay {
+ public:
+  /// An allocator with no buffer yet (sizehint 0), every temporary aligned to `alignment`.
+  explicit Replay(std::size_t alignment) : policy_(alignment), alignment_(alignment) {}
+
+  /// The point a reset goes back to.
+  struct Point {
+    std::size_t depth, used;
+  };
+
+  /// Takes `nbytes` (the program's types are aligned below `alignment`); returns the point
+  /// before it and whether the buffer held it (false: a fallback).
+  Point acquire(std::size_t nbytes, bool& from_buffer) {
+    if (nbytes == 0) {  // a zero-sized temporary: an empty view, nothing moves
+      from_buffer = true;
+      return Point{policy_.depth(), policy_.used()};
+    }
+    if (policy_.regrow_due()) {
+      const std::size_t capacity = policy_.regrow_capacity(std::numeric_limits<std::size_t>::max());
+      const bool replace = capacity != policy_.capacity();
+      if (replace) policy_.set_buffer(origin(), capacity);
+      policy_.regrown(replace);
+    }
+    const Point before{policy_.depth(), policy_.used()};
+    const kbuf::Impl::Placement place = policy_.place(nbytes, alignment_);
+    from_buffer = place.fits;
+    if (place.fits) {
+      policy_.carve(place, nbytes);
+    } else {
+      policy_.add_fallback(nbytes, alignment_);
+      if (policy_.counters().regrows == 0) ++first_round_fallbacks_;
+    }
+    return before;
+  }
+
+  /// Releases everything taken after `p`.
+  void release(const Point& p) { policy_.release(p.depth, p.used); }
+
+  [[nodiscard]] const kbuf::Impl::BufferPolicy& policy() const noexcept { return policy_; }
+  [[nodiscard]] std::size_t alignment() const noexcept { return alignment_; }
+  [[nodiscard]] std::uint64_t first_round_fallbacks() const noexcept {
+    return first_round_fallbacks_;
+  }
+  /// The capacity the next round would start with: the buffer a regrowth due now would make.
+  [[nodiscard]] std::size_t next_capacity() const {
+    return policy_.regrow_pending()
+               ? policy_.regrow_capacity(std::numeric_limits<std::size_t>::max())
+               : policy_.capacity();
+  }
+
+ private:
+  // The buffer's address: any multiple of the alignment (no memory stands behind it).
+  std::uintptr_t origin() const noexcept { return alignment_; }
+
+  kbuf::Impl::BufferPolicy policy_;
+  std::size_t alignment_;
+  std::uint64_t first_round_fallbacks_ = 0;
+};
+
+}  // namespace kbuf_advisor
+
+#endif  // KBUF_ADVISOR_REPLAY_HPP

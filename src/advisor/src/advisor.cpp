@@ -1,0 +1,968 @@
+// kbuf-advisor's event sink: aggregates, verdicts and the replay. See advisor.hpp.
+//
+// How an allocation becomes a temporary of the replay. Each host thread has its own queue: the
+// allocations it makes and the frees of them (whichever thread frees), in the order they came.
+// The allocation at the head of a thread's queue waits for its verdict: once it is freed, it is a
+// temporary if it lived at most max_kernels kernels of its thread, and the replay serves it if
+// its lifetime nests inside those of the temporaries the replay holds on that thread and space
+// (kbuf releases in LIFO order); once its thread has run more than max_kernels kernels without
+// freeing it, it lives too long; once its thread's queue holds more than `window` events, it
+// outlived the window. Each queue is then processed in order, so the replay of a thread sees
+// that thread's temporaries in the order it took them. Only the thread's own events (and the
+// frees of its allocations) move its queue: what other threads do, or how long they make this
+// one wait, changes no verdict.
+#include <kbuf_advisor/advisor.hpp>
+#include <kbuf_advisor/replay.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+
+namespace kbuf_advisor {
+
+namespace {
+
+bool read_size(const char* name, std::size_t& value, std::size_t least,
+               std::vector<std::string>& warnings) {
+  const char* text = std::getenv(name);
+  if (text == nullptr || *text == '\0') return false;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || text[0] == '-' || v < least) {
+    warnings.push_back(std::string(name) + "='" + text + "' is not a whole number >= " +
+                       std::to_string(least) + "; using " + std::to_string(value));
+    return false;
+  }
+  value = static_cast<std::size_t>(v);
+  return true;
+}
+
+int bit_width(std::uint64_t v) noexcept {
+  int w = 0;
+  while (v != 0) {
+    ++w;
+    v >>= 1;
+  }
+  return w;
+}
+
+}  // namespace
+
+Settings Settings::from_environment(std::vector<std::string>& warnings) {
+  Settings s;
+  if (const char* out = std::getenv("KBUF_ADVISOR_OUTPUT")) s.output = out;
+  read_size("KBUF_ADVISOR_KERNELS", s.max_kernels, 0, warnings);
+  s.max_hold = s.max_kernels;  // unless said otherwise: held no longer than a temporary lives
+  read_size("KBUF_ADVISOR_HOLD", s.max_hold, 0, warnings);
+  read_size("KBUF_ADVISOR_WINDOW", s.window, 1, warnings);
+  read_size("KBUF_ADVISOR_TRACE_EVENTS", s.trace_events, 0, warnings);
+  read_size("KBUF_ADVISOR_NAMES", s.max_names, 1, warnings);
+  read_size("KBUF_ADVISOR_TOP", s.top, 1, warnings);
+  if (const char* rep = std::getenv("KBUF_ADVISOR_REPORT")) {
+    const std::string r = rep;
+    if (r == "stderr" || r == "stdout" || r == "off") {
+      s.report = r;
+    } else {
+      warnings.push_back("KBUF_ADVISOR_REPORT='" + r +
+                         "' is not stderr, stdout or off; using stderr");
+    }
+  }
+  return s;
+}
+
+void Histogram::add(std::uint64_t v) noexcept {
+  if (v < exact) {
+    ++buckets[v];
+  } else {
+    ++buckets[exact + static_cast<std::size_t>(bit_width(v) - 7)];  // 64..127 -> exact + 0
+  }
+}
+
+std::uint64_t Histogram::count() const noexcept {
+  std::uint64_t n = 0;
+  for (std::uint64_t b : buckets) n += b;
+  return n;
+}
+
+double Histogram::quantile(double q) const noexcept {
+  const std::uint64_t n = count();
+  if (n == 0) return 0;
+  // The smallest value with at least ceil(q n) values at or below it (the lower median).
+  std::uint64_t rank = static_cast<std::uint64_t>(std::ceil(q * static_cast<double>(n)));
+  if (rank == 0) rank = 1;
+  std::uint64_t seen = 0;
+  for (std::size_t i = 0; i < buckets.size(); ++i) {
+    seen += buckets[i];
+    if (seen >= rank) {
+      if (i < exact) return static_cast<double>(i);
+      return std::ldexp(1.0, static_cast<int>(i - exact) + 6);
+    }
+  }
+  return 0;
+}
+
+const char* to_string(Reason r) noexcept {
+  switch (r) {
+    case Reason::too_long:
+      return "lives too long";
+    case Reason::out_of_order:
+      return "freed out of LIFO order too late";
+    case Reason::live_at_end:
+      return "live at the end";
+    case Reason::window:
+      return "outlived the window";
+    case Reason::kbuf_own:
+      return "kbuf's own buffer or fallback";
+    case Reason::count:
+      break;
+  }
+  return "?";
+}
+
+std::size_t Results::capacity() const noexcept {
+  std::size_t c = 0;
+  for (const ReplayResult& r : replays) c += r.capacity;
+  return c;
+}
+std::int64_t Results::allocations_avoided() const noexcept {
+  std::int64_t n = 0;
+  for (const ReplayResult& r : replays) n += r.allocations_avoided();
+  return n;
+}
+std::uint64_t Results::first_round_fallbacks() const noexcept {
+  std::uint64_t n = 0;
+  for (const ReplayResult& r : replays) n += r.first_round_fallbacks;
+  return n;
+}
+std::uint64_t Results::fallbacks() const noexcept {
+  std::uint64_t n = 0;
+  for (const ReplayResult& r : replays) n += r.fallbacks;
+  return n;
+}
+std::uint64_t Results::served() const noexcept {
+  std::uint64_t n = 0;
+  for (const ReplayResult& r : replays) n += r.temporaries;
+  return n;
+}
+
+namespace {
+
+constexpr std::uint32_t no_region = 0;              // regions[0]: outside every region
+constexpr std::size_t series_points = 2048;         // the merged series
+constexpr std::size_t thread_series_points = 1024;  // each host thread's series
+constexpr std::size_t marker_limit = 128;
+constexpr std::size_t max_threads = 1024;  // at once; beyond, the rest share the last slot
+constexpr std::size_t max_region_depth = 64;
+
+struct Pending {
+  std::uint64_t seq = 0;  // the allocation's sequence number
+  std::uint32_t label = 0, region = 0, thread = 0, space = 0;
+  std::uint64_t size = 0, kernel_at = 0;
+  double t = 0;
+  bool freed = false, decided = false, served = false, zero = false;
+  std::uint64_t lifetime_kernels = 0;
+  std::uint32_t replay = 0;
+  std::size_t slot = 0;  // its entry in the replay's stack
+};
+
+struct Entry {
+  std::uint32_t record;  // the allocation's Pending (State::records)
+  bool free;
+  double t;
+};
+
+struct OpenRegion {
+  std::uint32_t id, name;
+  double t0;
+  std::uint64_t peak;
+};
+
+// Points of (time, bytes held): at most `cap`, pairs merged (peaks kept) as it fills.
+struct Series {
+  std::vector<SeriesPoint> points;
+  std::uint64_t stride = 1, in_point = 0;
+
+  void add(double t, std::uint64_t temp, std::uint64_t other, std::size_t cap) {
+    if (in_point == 0) {
+      points.push_back(SeriesPoint{t, temp, other});
+    } else {
+      SeriesPoint& p = points.back();
+      p.temporaries = std::max(p.temporaries, temp);
+      p.others = std::max(p.others, other);
+    }
+    if (++in_point == stride) in_point = 0;
+    if (points.size() == cap && in_point == 0) halve();
+  }
+
+  void halve() {
+    for (std::size_t i = 0; 2 * i < points.size(); ++i) {
+      SeriesPoint a = points[2 * i];
+      if (2 * i + 1 < points.size()) {
+        const SeriesPoint& b = points[2 * i + 1];
+        a.temporaries = std::max(a.temporaries, b.temporaries);
+        a.others = std::max(a.others, b.others);
+      }
+      points[i] = a;
+    }
+    points.resize((points.size() + 1) / 2);
+    stride *= 2;
+  }
+};
+
+// Names looked up without making a string: each kept once, in storage that does not move.
+struct NameIndex {
+  std::deque<std::string> text;
+  std::unordered_map<std::string_view, std::uint32_t> index;
+
+  const std::uint32_t* find(std::string_view name) const {
+    const auto found = index.find(name);
+    return found == index.end() ? nullptr : &found->second;
+  }
+  void add(std::string_view name, std::uint32_t id) {
+    text.emplace_back(name);
+    index.emplace(text.back(), id);
+  }
+};
+
+// The live allocations of one thread and space, oldest first: tells whether a free is of the
+// newest (LIFO). Freed ones below the newest are marked and dropped as they surface, or all at
+// once when they are the most.
+struct LiveStack {
+  std::vector<std::pair<std::uint64_t, bool>> seqs;  // (sequence number, freed), ascending
+  std::size_t freed = 0;
+
+  void push(std::uint64_t seq) { seqs.emplace_back(seq, false); }
+
+  // Drops `seq`; true if it was the newest live one.
+  bool free(std::uint64_t seq) {
+    if (seqs.empty()) return false;
+    if (seqs.back().first == seq) {
+      seqs.pop_back();
+      while (!seqs.empty() && seqs.back().second) {
+        seqs.pop_back();
+        --freed;
+      }
+      return true;
+    }
+    const auto it = std::lower_bound(
+        seqs.begin(), seqs.end(), seq,
+        [](const std::pair<std::uint64_t, bool>& e, std::uint64_t s) { return e.first < s; });
+    if (it != seqs.end() && it->first == seq && !it->second) {
+      it->second = true;
+      if (++freed > seqs.size() / 2 + 16) {
+        seqs.erase(std::remove_if(seqs.begin(), seqs.end(),
+                                  [](const std::pair<std::uint64_t, bool>& e) { return e.second; }),
+                   seqs.end());
+        freed = 0;
+      }
+    }
+    return false;
+  }
+};
+
+// One host thread (a slot: a thread that exits hands it to the next new one, as
+// kbuf::AllocatorPool hands an exited thread's allocator on).
+struct ThreadState {
+  std::uint64_t kernels = 0;
+  std::uint64_t generation = 0;  // the thread holding the slot (ThreadSlot::generation)
+  std::vector<OpenRegion> regions;
+  std::vector<std::pair<std::uint32_t, double>> kernels_open, fences_open;
+  struct Copy {
+    double t0;
+    std::uint64_t bytes;
+    std::uint32_t to, from;
+  };
+  std::vector<Copy> copies_open;
+  // This thread's allocations and the frees of them, in order; the head awaits its verdict.
+  std::deque<Entry> queue;
+  // Bytes this thread's decided allocations hold (temporaries of the replay, the rest), and
+  // their series.
+  std::uint64_t temp_held = 0, other_held = 0;
+  Series series;
+  std::vector<LiveStack> live;  // per memory space: for the share of LIFO frees
+};
+
+// A temporary the replay holds. One freed while a newer one is live stays held (dead) until
+// every newer one is freed too, as a kbuf scope around them would release them together.
+struct Held {
+  Replay::Point point;            // the replay's point before it
+  std::uint64_t free_kernel;      // its thread's kernel count when the program freed it
+  std::uint64_t min_free_kernel;  // the least free_kernel of it and the ones below it
+  bool dead;
+};
+
+struct ReplayState {
+  ReplayState(std::uint32_t t, std::uint32_t s, std::size_t alignment)
+      : thread(t), space(s), replay(alignment) {}
+  std::uint32_t thread, space;
+  Replay replay;
+  std::vector<Held> held;  // oldest first
+  std::uint64_t temporaries = 0, from_buffer = 0, held_late = 0;
+};
+
+std::size_t alignment_of(const std::string& space) {
+  // BufferAllocator's default_alignment: 64 in HostSpace (named "Host"), 256 elsewhere.
+  return space == "Host" ? 64 : 256;
+}
+
+// Host thread slots, for the whole process: a thread takes the lowest free one at its first
+// event and gives it back when it exits.
+struct ThreadSlots {
+  std::mutex mutex;
+  std::vector<std::uint32_t> free;  // given back, to be reused
+  std::uint32_t next = 0;
+  std::uint64_t generations = 0;
+};
+ThreadSlots& thread_slots() {
+  static ThreadSlots* slots = new ThreadSlots();  // never destroyed: threads may outlive statics
+  return *slots;
+}
+
+struct ThreadSlot {
+  std::uint32_t id;
+  std::uint64_t generation;
+  ThreadSlot() {
+    ThreadSlots& s = thread_slots();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    generation = ++s.generations;
+    if (!s.free.empty()) {
+      id = s.free.back();
+      s.free.pop_back();
+    } else if (s.next < max_threads - 1) {
+      id = s.next++;
+    } else {
+      id = static_cast<std::uint32_t>(max_threads - 1);  // shared by every thread beyond
+    }
+  }
+  ~ThreadSlot() {
+    if (id == max_threads - 1) return;
+    ThreadSlots& s = thread_slots();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    s.free.push_back(id);
+  }
+  ThreadSlot(const ThreadSlot&) = delete;
+  ThreadSlot& operator=(const ThreadSlot&) = delete;
+};
+
+const ThreadSlot& this_thread() {
+  thread_local const ThreadSlot slot;
+  return slot;
+}
+
+bool is_kbuf_space(const char* space) {
+  return std::strncmp(space, "kbuf:", 5) == 0;
+}
+
+}  // namespace
+
+struct Advisor::State {
+  explicit State(Settings s) : settings(std::move(s)), t0(std::chrono::steady_clock::now()) {
+    regions.push_back(Named{"", "(outside regions)", {}, 0, 0});
+  }
+
+  std::mutex mutex;
+  Settings settings;
+  std::chrono::steady_clock::time_point t0;
+  bool finished = false;
+
+  std::uint64_t seq = 0;  // allocations so far
+  std::uint64_t allocations = 0, deallocations = 0, bytes = 0, unmatched = 0;
+  std::uint64_t kernels = 0, fences = 0, copies = 0, copy_bytes = 0, region_pushes = 0;
+  std::uint64_t held = 0;          // bytes held in real spaces
+  std::uint64_t threads_seen = 0;  // host threads that made an event
+
+  std::vector<SpaceTotals> spaces;
+  std::vector<KbufSpace> kbuf_spaces;
+  std::vector<Named> labels, regions;
+  std::vector<NameIndex> label_index;   // per memory space
+  std::vector<std::string> kbuf_owner;  // per label: see kbuf_owner_of
+  NameIndex region_index, names_index;
+  std::uint64_t names_dropped = 0;
+  std::vector<std::string> names;  // trace names
+
+  std::vector<ThreadState> threads;
+  std::unordered_map<const void*, std::uint32_t> live;  // pointer -> record
+  // A record per allocation that is live or awaits its verdict or the processing of its free;
+  // freed records are reused.
+  std::vector<Pending> records;
+  std::vector<std::uint32_t> free_records;
+  std::size_t peak_pending = 0;  // most events in one thread's queue
+
+  std::vector<ReplayState> replays;
+  std::map<std::uint64_t, std::uint32_t> replay_index;
+  std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};
+
+  std::vector<Marker> markers;
+  std::uint64_t marker_stride = 1, outer_regions = 0;
+
+  std::vector<TraceEvent> trace;
+  std::uint64_t trace_dropped = 0;
+
+  double now() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+
+  // The calling thread's state (its slot's; a new thread in a reused slot is counted).
+  std::uint32_t thread_id(const ThreadSlot& slot) {
+    ThreadState& ts = thread(slot.id);
+    if (ts.generation != slot.generation) {
+      ts.generation = slot.generation;
+      ++threads_seen;
+    }
+    return slot.id;
+  }
+
+  ThreadState& thread(std::uint32_t t) {
+    if (t >= threads.size()) threads.resize(t + 1);
+    return threads[t];
+  }
+
+  std::uint32_t space_id(const char* name) {
+    for (std::size_t i = 0; i < spaces.size(); ++i) {
+      if (spaces[i].name == name) return static_cast<std::uint32_t>(i);
+    }
+    spaces.push_back(SpaceTotals{name});
+    label_index.emplace_back();
+    return static_cast<std::uint32_t>(spaces.size() - 1);
+  }
+
+  LiveStack& live_stack(std::uint32_t t, std::uint32_t space) {
+    std::vector<LiveStack>& v = threads[t].live;
+    if (space >= v.size()) v.resize(space + 1);
+    return v[space];
+  }
+
+  KbufSpace& kbuf_space(const char* name) {
+    for (KbufSpace& k : kbuf_spaces) {
+      if (k.name == name) return k;
+    }
+    kbuf_spaces.push_back(KbufSpace{name});
+    return kbuf_spaces.back();
+  }
+
+  // A label or region entry; past max_names, the shared "(other)" one.
+  std::uint32_t intern(std::vector<Named>& table, NameIndex& index, const char* space,
+                       const char* name) {
+    if (const std::uint32_t* found = index.find(name)) return *found;
+    if (table.size() >= settings.max_names) {
+      ++names_dropped;
+      constexpr std::string_view other("\0(other)", 8);  // no name of the program's
+      if (const std::uint32_t* found = index.find(other)) return *found;
+      table.push_back(Named{"*", "(other)", {}, 0, 0});
+      index.add(other, static_cast<std::uint32_t>(table.size() - 1));
+      return static_cast<std::uint32_t>(table.size() - 1);
+    }
+    table.push_back(Named{space, name, {}, 0, 0});
+    index.add(name, static_cast<std::uint32_t>(table.size() - 1));
+    return static_cast<std::uint32_t>(table.size() - 1);
+  }
+
+  std::uint32_t trace_name(const char* name) {
+    if (const std::uint32_t* found = names_index.find(name)) return *found;
+    const char* kept = names.size() >= settings.max_names ? "(other)" : name;
+    if (const std::uint32_t* found = names_index.find(kept)) return *found;
+    names.emplace_back(kept);
+    names_index.add(kept, static_cast<std::uint32_t>(names.size() - 1));
+    return static_cast<std::uint32_t>(names.size() - 1);
+  }
+
+  // True if kept (the trace's last event).
+  bool add_trace(TraceEvent::Kind kind, std::uint32_t t, std::uint32_t name, double begin,
+                 double end) {
+    if (trace.size() >= settings.trace_events) {
+      ++trace_dropped;
+      return false;
+    }
+    TraceEvent e{kind};
+    e.thread = t;
+    e.name = name;
+    e.begin_us = begin * 1e6;
+    e.duration_us = (end - begin) * 1e6;
+    trace.push_back(e);
+    return true;
+  }
+
+  static std::uint64_t key(std::uint32_t t, std::uint32_t s) {
+    return (static_cast<std::uint64_t>(t) << 32) | s;
+  }
+
+  ReplayState& replay_for(std::uint32_t t, std::uint32_t s, std::uint32_t& index) {
+    const auto found = replay_index.find(key(t, s));
+    if (found != replay_index.end()) {
+      index = found->second;
+      return replays[index];
+    }
+    replays.emplace_back(t, s, alignment_of(spaces[s].name));
+    index = static_cast<std::uint32_t>(replays.size() - 1);
+    replay_index.emplace(key(t, s), index);
+    return replays.back();
+  }
+
+  // True for a buffer or fallback of one of the program's kbuf allocators: an allocation
+  // labelled "<L>::buffer" or "<L>::fallback" while kbuf's records of the allocator <L> (space
+  // "kbuf:<L>") came in. (Its buffer comes before its first record, but its verdict after it.)
+  bool kbuf_own(std::uint32_t label) const {
+    const std::string& space = kbuf_owner[label];
+    if (space.empty()) return false;
+    for (const KbufSpace& k : kbuf_spaces) {
+      if (k.name == space) return true;
+    }
+    return false;
+  }
+
+  // For a new label: "kbuf:<L>" if it is "<L>::buffer" or "<L>::fallback", else empty.
+  static std::string kbuf_owner_of(std::string_view name) {
+    for (std::string_view suffix : {std::string_view("::buffer"), std::string_view("::fallback")}) {
+      if (name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+        return "kbuf:" + std::string(name.substr(0, name.size() - suffix.size()));
+      }
+    }
+    return std::string();
+  }
+
+  // ---- each thread's decided stream ---------------------------------------------------------
+
+  void not_serve(Pending& p, Reason r) {
+    p.decided = true;
+    p.served = false;
+    const auto i = static_cast<std::size_t>(r);
+    ++labels[p.label].a.not_served[i];
+    ++regions[p.region].a.not_served[i];
+    ++not_served[i];
+  }
+
+  // The verdict on the allocation at the head of its thread's queue (freed, or forced), and its
+  // place in the replay.
+  void decide(Pending& p, bool at_end) {
+    ThreadState& ts = threads[p.thread];
+    if (kbuf_own(p.label)) {
+      not_serve(p, Reason::kbuf_own);
+    } else if (!p.freed) {
+      if (at_end) {
+        not_serve(p, Reason::live_at_end);
+      } else if (ts.kernels - p.kernel_at > settings.max_kernels) {
+        not_serve(p, Reason::too_long);
+      } else {
+        not_serve(p, Reason::window);
+      }
+    } else if (p.lifetime_kernels > settings.max_kernels) {
+      not_serve(p, Reason::too_long);
+    } else {
+      std::uint32_t index = 0;
+      ReplayState& r = replay_for(p.thread, p.space, index);
+      // Freed after temporaries the replay holds below it: they stay held until it is freed. Up
+      // to max_hold kernels past their own free that is what a kbuf scope around them does;
+      // beyond, it is not served.
+      const std::uint64_t free_kernel = p.kernel_at + p.lifetime_kernels;
+      if (!r.held.empty() && free_kernel > r.held.back().min_free_kernel &&
+          free_kernel - r.held.back().min_free_kernel > settings.max_hold) {
+        not_serve(p, Reason::out_of_order);
+      } else {
+        bool from_buffer = false;
+        const Replay::Point point = r.replay.acquire(static_cast<std::size_t>(p.size), from_buffer);
+        p.decided = true;
+        p.served = true;
+        p.replay = index;
+        p.zero = p.size == 0;
+        if (!p.zero) {
+          const std::uint64_t below =
+              r.held.empty() ? free_kernel : std::min(free_kernel, r.held.back().min_free_kernel);
+          p.slot = r.held.size();
+          r.held.push_back(Held{point, free_kernel, below, false});
+        }
+        ++r.temporaries;
+        if (from_buffer) ++r.from_buffer;
+        for (Named* n : {&labels[p.label], &regions[p.region]}) {
+          ++n->a.served;
+          n->a.served_bytes += p.size;
+          if (from_buffer) ++n->a.from_buffer;
+        }
+      }
+    }
+    (p.served ? ts.temp_held : ts.other_held) += p.size;
+    ts.series.add(p.t, ts.temp_held, ts.other_held, thread_series_points);
+  }
+
+  // Processes thread t's queue from its head while the head's verdict is known (all of it at
+  // the end).
+  void process(std::uint32_t t, bool at_end) {
+    ThreadState& ts = threads[t];
+    if (ts.queue.size() > peak_pending) peak_pending = ts.queue.size();
+    while (!ts.queue.empty()) {
+      const Entry e = ts.queue.front();
+      Pending& p = records[e.record];
+      if (!e.free) {
+        if (!p.decided) {
+          const bool known = p.freed || ts.kernels - p.kernel_at > settings.max_kernels;
+          if (!known && !at_end && ts.queue.size() <= settings.window) return;
+          decide(p, at_end && !p.freed);
+        }
+        ts.queue.pop_front();  // its record waits for its free (or the end)
+        continue;
+      }
+      // A free: the allocation's verdict came before it.
+      if (p.served && !p.zero) {
+        ReplayState& r = replays[p.replay];
+        r.held[p.slot].dead = true;
+        if (p.slot + 1 != r.held.size()) ++r.held_late;  // a newer one is still held
+        while (!r.held.empty() && r.held.back().dead) {
+          r.replay.release(r.held.back().point);
+          r.held.pop_back();
+        }
+      }
+      (p.served ? ts.temp_held : ts.other_held) -= p.size;
+      ts.series.add(e.t, ts.temp_held, ts.other_held, thread_series_points);
+      free_records.push_back(e.record);
+      ts.queue.pop_front();
+    }
+  }
+
+  // The threads' series summed over time: each thread holds its last point's bytes until its
+  // next point. At most series_points points, pairs merged (peaks kept).
+  Series merged_series() const {
+    struct At {
+      double t;
+      std::uint32_t thread;
+      SeriesPoint p;
+    };
+    std::vector<At> all;
+    for (std::uint32_t t = 0; t < threads.size(); ++t) {
+      for (const SeriesPoint& p : threads[t].series.points) all.push_back(At{p.seconds, t, p});
+    }
+    std::stable_sort(all.begin(), all.end(), [](const At& a, const At& b) { return a.t < b.t; });
+    std::vector<SeriesPoint> current(threads.size());
+    SeriesPoint sum;
+    Series out;
+    for (const At& a : all) {
+      sum.temporaries += a.p.temporaries - current[a.thread].temporaries;
+      sum.others += a.p.others - current[a.thread].others;
+      current[a.thread] = a.p;
+      out.add(a.t, sum.temporaries, sum.others, series_points);
+    }
+    for (SeriesPoint& p : out.points) p.seconds = std::max(p.seconds, 0.0);
+    return out;
+  }
+};
+
+Advisor::Advisor(Settings settings) : state_(std::make_unique<State>(std::move(settings))) {}
+Advisor::~Advisor() = default;
+
+void Advisor::allocate(const char* space, const char* label, const void* ptr, std::uint64_t size) {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const double now = s.now();
+  if (is_kbuf_space(space)) {
+    KbufSpace& k = s.kbuf_space(space);
+    ++k.temporaries;
+    k.bytes += size;
+    k.held += size;
+    k.peak_held = std::max(k.peak_held, k.held);
+    return;
+  }
+  const std::uint32_t t = s.thread_id(slot);
+  const std::uint64_t seq = ++s.seq;
+  const std::uint32_t sp = s.space_id(space);
+  SpaceTotals& st = s.spaces[sp];
+  ++st.allocations;
+  st.bytes += size;
+  st.held += size;
+  st.peak_held = std::max(st.peak_held, st.held);
+  ++s.allocations;
+  s.bytes += size;
+  s.held += size;
+  ThreadState& ts = s.threads[t];
+  Pending p;
+  p.label = s.intern(s.labels, s.label_index[sp], space, label);
+  if (p.label >= s.kbuf_owner.size()) {
+    s.kbuf_owner.push_back(State::kbuf_owner_of(s.labels[p.label].name));
+  }
+  p.region = ts.regions.empty() ? no_region : ts.regions.back().id;
+  p.thread = t;
+  p.space = sp;
+  p.size = size;
+  p.kernel_at = ts.kernels;
+  p.t = now;
+  for (Named* n : {&s.labels[p.label], &s.regions[p.region]}) {
+    ++n->a.count;
+    n->a.bytes += size;
+  }
+  for (OpenRegion& r : ts.regions) r.peak = std::max(r.peak, s.held);
+  if (p.region == no_region) {
+    s.regions[no_region].peak_held = std::max(s.regions[no_region].peak_held, s.held);
+  }
+  const auto old = s.live.find(ptr);
+  if (old != s.live.end()) {
+    // Freed without Kokkos telling (cannot happen with Kokkos' own records): forget it.
+    s.live.erase(old);
+  }
+  p.seq = seq;
+  std::uint32_t record;
+  if (!s.free_records.empty()) {
+    record = s.free_records.back();
+    s.free_records.pop_back();
+    s.records[record] = p;
+  } else {
+    record = static_cast<std::uint32_t>(s.records.size());
+    s.records.push_back(p);
+  }
+  s.live.emplace(ptr, record);
+  s.live_stack(t, sp).push(seq);
+  ts.queue.push_back(Entry{record, false, now});
+  s.process(t, false);
+}
+
+void Advisor::deallocate(const char* space, const char* label, const void* ptr,
+                         std::uint64_t size) {
+  (void)label;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const double now = s.now();
+  if (is_kbuf_space(space)) {
+    KbufSpace& k = s.kbuf_space(space);
+    ++k.releases;
+    k.held -= std::min(k.held, size);
+    return;
+  }
+  ++s.deallocations;
+  const std::uint32_t sp = s.space_id(space);
+  ++s.spaces[sp].deallocations;
+  const auto found = s.live.find(ptr);
+  if (found == s.live.end()) {
+    ++s.unmatched;
+    s.spaces[sp].held -= std::min(s.spaces[sp].held, size);
+    s.held -= std::min(s.held, size);
+    return;
+  }
+  const std::uint32_t record = found->second;
+  s.live.erase(found);
+  Pending& p = s.records[record];
+  s.spaces[p.space].held -= p.size;
+  s.held -= p.size;
+  p.freed = true;
+  // In kernels of the allocating thread, whichever thread frees it: the allocating thread's
+  // allocator would hold it.
+  p.lifetime_kernels = s.threads[p.thread].kernels - p.kernel_at;
+  const bool lifo = s.live_stack(p.thread, p.space).free(p.seq);
+  const double micros = (now - p.t) * 1e6;
+  for (Named* n : {&s.labels[p.label], &s.regions[p.region]}) {
+    ++n->a.frees;
+    if (lifo) ++n->a.lifo_frees;
+    n->a.kernels.add(p.lifetime_kernels);
+    n->a.micros.add(static_cast<std::uint64_t>(micros));
+  }
+  const std::uint32_t owner = p.thread;
+  s.threads[owner].queue.push_back(Entry{record, true, now});
+  s.process(owner, false);
+}
+
+std::uint64_t Advisor::begin_kernel(const char* name) {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return 0;
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
+  ++ts.kernels;
+  ++s.kernels;
+  ts.kernels_open.emplace_back(s.trace_name(name), s.now());
+  // A kernel may tell that the head lives too long.
+  if (!ts.queue.empty()) s.process(t, false);
+  return s.kernels;
+}
+
+void Advisor::end_kernel(std::uint64_t handle) {
+  (void)handle;
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
+  if (ts.kernels_open.empty()) return;
+  const auto [name, t0] = ts.kernels_open.back();
+  ts.kernels_open.pop_back();
+  s.add_trace(TraceEvent::kernel, t, name, t0, s.now());
+}
+
+void Advisor::push_region(const char* name) {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
+  ++s.region_pushes;
+  const std::uint32_t id = s.intern(s.regions, s.region_index, "", name);
+  ++s.regions[id].instances;
+  const double now = s.now();
+  if (ts.regions.size() < max_region_depth) {
+    ts.regions.push_back(OpenRegion{id, s.trace_name(name), now, s.held});
+  } else {
+    ts.regions.push_back(OpenRegion{no_region, s.trace_name(name), now, s.held});
+  }
+  if (ts.regions.size() == 1 && t == 0) {  // an outermost region of the first thread: a marker
+    if (s.outer_regions++ % s.marker_stride == 0) {
+      s.markers.push_back(Marker{now, name});
+      if (s.markers.size() > marker_limit) {
+        std::vector<Marker> kept;
+        for (std::size_t i = 0; i < s.markers.size(); i += 2) kept.push_back(s.markers[i]);
+        s.markers = std::move(kept);
+        s.marker_stride *= 2;
+      }
+    }
+  }
+}
+
+void Advisor::pop_region() {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
+  if (ts.regions.empty()) return;
+  const OpenRegion r = ts.regions.back();
+  ts.regions.pop_back();
+  Named& n = s.regions[r.id];
+  n.peak_held = std::max(n.peak_held, r.peak);
+  s.add_trace(TraceEvent::region, t, r.name, r.t0, s.now());
+}
+
+std::uint64_t Advisor::begin_fence(const char* name) {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return 0;
+  const std::uint32_t t = s.thread_id(slot);
+  ++s.fences;
+  s.threads[t].fences_open.emplace_back(s.trace_name(name), s.now());
+  return s.fences;
+}
+
+void Advisor::end_fence(std::uint64_t handle) {
+  (void)handle;
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
+  if (ts.fences_open.empty()) return;
+  const auto [name, t0] = ts.fences_open.back();
+  ts.fences_open.pop_back();
+  s.add_trace(TraceEvent::fence, t, name, t0, s.now());
+}
+
+void Advisor::begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,
+                              const char* src_label, std::uint64_t size) {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
+  ++s.copies;
+  s.copy_bytes += size;
+  const std::string to = std::string(dst_label) + " [" + dst_space + "]";
+  const std::string from = std::string(src_label) + " [" + src_space + "]";
+  s.threads[t].copies_open.push_back(
+      ThreadState::Copy{s.now(), size, s.trace_name(to.c_str()), s.trace_name(from.c_str())});
+}
+
+void Advisor::end_deep_copy() {
+  const ThreadSlot& slot = this_thread();
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  if (s.finished) return;
+  const std::uint32_t t = s.thread_id(slot);
+  ThreadState& ts = s.threads[t];
+  if (ts.copies_open.empty()) return;
+  const ThreadState::Copy c = ts.copies_open.back();
+  ts.copies_open.pop_back();
+  if (s.add_trace(TraceEvent::deep_copy, t, s.trace_name("deep_copy"), c.t0, s.now())) {
+    TraceEvent& e = s.trace.back();
+    e.bytes = c.bytes;
+    e.to = c.to;
+    e.from = c.from;
+  }
+}
+
+Results Advisor::finish() {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  State& s = *state_;
+  Results r;
+  r.settings = s.settings;
+  if (s.finished) return r;
+  s.finished = true;
+  for (std::uint32_t t = 0; t < s.threads.size(); ++t) s.process(t, true);
+  r.seconds = s.now();
+  r.allocations = s.allocations;
+  r.deallocations = s.deallocations;
+  r.bytes = s.bytes;
+  r.unmatched_frees = s.unmatched;
+  r.kernels = s.kernels;
+  r.fences = s.fences;
+  r.deep_copies = s.copies;
+  r.deep_copy_bytes = s.copy_bytes;
+  r.pushes = s.region_pushes;
+  r.threads = s.threads_seen;
+  for (const ThreadState& ts : s.threads) r.thread_slots += ts.generation != 0 ? 1 : 0;
+  r.spaces = s.spaces;
+  r.kbuf_spaces = s.kbuf_spaces;
+  const auto by_count = [](const Named& a, const Named& b) {
+    if (a.a.count != b.a.count) return a.a.count > b.a.count;
+    if (a.a.bytes != b.a.bytes) return a.a.bytes > b.a.bytes;
+    return a.name < b.name;
+  };
+  r.labels = s.labels;
+  std::stable_sort(r.labels.begin(), r.labels.end(), by_count);
+  for (const Named& n : s.regions) {
+    if (n.a.count != 0 || n.instances != 0) r.regions.push_back(n);
+  }
+  std::stable_sort(r.regions.begin(), r.regions.end(), by_count);
+  r.names_dropped = s.names_dropped;
+  for (const ReplayState& rs : s.replays) {
+    ReplayResult x;
+    x.thread = rs.thread;
+    x.space = s.spaces[rs.space].name;
+    x.alignment = rs.replay.alignment();
+    x.temporaries = rs.temporaries;
+    x.from_buffer = rs.from_buffer;
+    x.fallbacks = rs.replay.policy().counters().fallbacks;
+    x.first_round_fallbacks = rs.replay.first_round_fallbacks();
+    x.regrows = rs.replay.policy().counters().regrows;
+    x.released_late = rs.held_late;
+    x.capacity_at_end = rs.replay.policy().capacity();
+    x.capacity = rs.replay.next_capacity();
+    x.high_water_mark = rs.replay.policy().high_water_mark();
+    r.replays.push_back(x);
+  }
+  r.not_served = s.not_served;
+  const Series series = s.merged_series();
+  r.series = series.points;
+  r.series_stride = 1;
+  for (const ThreadState& ts : s.threads) {
+    r.series_stride = std::max(r.series_stride, ts.series.stride * series.stride);
+  }
+  r.markers = s.markers;
+  r.outer_regions = s.outer_regions;
+  r.names = s.names;
+  r.trace = std::move(s.trace);
+  r.trace_dropped = s.trace_dropped;
+  r.peak_pending = s.peak_pending;
+  return r;
+}
+
+}  // namespace kbuf_advisor

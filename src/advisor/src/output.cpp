@@ -1,0 +1,663 @@
+// kbuf-advisor's outputs: the terminal report, kbuf-advisor.json (nlohmann-json),
+// kbuf-advisor.svg and kbuf-advisor.trace.json (Chrome's trace-event format).
+#include <kbuf_advisor/advisor.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+namespace kbuf_advisor {
+
+namespace {
+
+std::string printf_string(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string printf_string(const char* format, ...) {
+  char buf[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof buf, format, args);
+  va_end(args);
+  return buf;
+}
+
+std::string human_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return u == 0 ? printf_string("%.0f B", b) : printf_string("%.1f %s", b, units[u]);
+}
+
+std::string human_micros(double us) {
+  if (us < 1000) return printf_string("%.0f us", us);
+  if (us < 1e6) return printf_string("%.1f ms", us / 1e3);
+  return printf_string("%.2f s", us / 1e6);
+}
+
+std::string percent(double part, double whole) {
+  return whole > 0 ? printf_string("%.1f%%", 100.0 * part / whole) : std::string("-");
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        // Control characters are not allowed in XML 1.0 text.
+        out += (static_cast<unsigned char>(c) < 0x20) ? ' ' : c;
+    }
+  }
+  return out;
+}
+
+// Labels come from the program: bytes that are not UTF-8 are replaced so the JSON stays valid.
+std::string clean(const std::string& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    bool ok = n != 0 && i + n <= s.size();
+    for (std::size_t k = 1; ok && k < n; ++k) {
+      ok = (static_cast<unsigned char>(s[i + k]) >> 6) == 2;
+    }
+    if (ok) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += '?';
+      ++i;
+    }
+  }
+  return out;
+}
+
+// The labels whose temporaries the replay took from its buffer most often: the call sites to
+// change first.
+std::vector<const Named*> call_sites(const Results& r) {
+  std::vector<const Named*> v;
+  for (const Named& n : r.labels) {
+    if (n.a.from_buffer != 0) v.push_back(&n);
+  }
+  std::stable_sort(v.begin(), v.end(), [](const Named* a, const Named* b) {
+    if (a->a.from_buffer != b->a.from_buffer) return a->a.from_buffer > b->a.from_buffer;
+    return a->a.served_bytes > b->a.served_bytes;
+  });
+  return v;
+}
+
+}  // namespace
+
+std::string format_report(const Results& r) {
+  std::ostringstream o;
+  const std::size_t top = r.settings.top;
+  o << "\n== kbuf-advisor: " << r.allocations << " allocations (" << human_bytes(r.bytes) << "), "
+    << r.deallocations << " deallocations, " << r.kernels << " kernels, " << r.fences << " fences, "
+    << r.deep_copies << " deep copies (" << human_bytes(r.deep_copy_bytes) << "), " << r.pushes
+    << " regions, " << r.threads << " host thread" << (r.threads == 1 ? "" : "s")
+    << (r.thread_slots < r.threads
+            ? " (" + std::to_string(r.thread_slots) + " at once: exited threads' slots reused)"
+            : std::string())
+    << ", " << printf_string("%.2f s", r.seconds) << "\n";
+  for (const std::string& w : r.warnings) o << "   note: " << w << "\n";
+  o << printf_string("  %-22s %12s %13s %12s %12s\n", "memory space", "allocations",
+                     "deallocations", "bytes", "peak held");
+  for (const SpaceTotals& s : r.spaces) {
+    o << printf_string("  %-22s %12llu %13llu %12s %12s\n", clean(s.name).c_str(),
+                       static_cast<unsigned long long>(s.allocations),
+                       static_cast<unsigned long long>(s.deallocations),
+                       human_bytes(static_cast<double>(s.bytes)).c_str(),
+                       human_bytes(static_cast<double>(s.peak_held)).c_str());
+  }
+  if (!r.kbuf_spaces.empty()) {
+    o << "  kbuf's own temporaries (Kokkos Tools records in kbuf:* spaces, inside kbuf's "
+         "buffers: not counted above)\n";
+    for (const KbufSpace& k : r.kbuf_spaces) {
+      o << printf_string("  %-22s %12llu temporaries, %s, peak held %s\n", clean(k.name).c_str(),
+                         static_cast<unsigned long long>(k.temporaries),
+                         human_bytes(static_cast<double>(k.bytes)).c_str(),
+                         human_bytes(static_cast<double>(k.peak_held)).c_str());
+    }
+  }
+
+  const auto table = [&](const char* title, const std::vector<Named>& rows, bool regions) {
+    o << "\n== " << title << " (" << std::min(rows.size(), top) << " of " << rows.size() << ")\n";
+    o << printf_string("  %9s %10s %8s %8s %9s %7s %9s %9s  %s\n", "count", "bytes", "kern p50",
+                       "kern p90", "time p50", "LIFO", "kbuf", regions ? "peak" : "buffer",
+                       regions ? "region (instances)" : "label [space]");
+    for (std::size_t i = 0; i < rows.size() && i < top; ++i) {
+      const Named& n = rows[i];
+      const Aggregate& a = n.a;
+      const std::string name = regions ? clean(n.name) + " (" + std::to_string(n.instances) + ")"
+                                       : "'" + clean(n.name) + "' [" + clean(n.space) + "]";
+      o << printf_string(
+          "  %9llu %10s %8s %8s %9s %7s %9llu %9s  %s\n", static_cast<unsigned long long>(a.count),
+          human_bytes(static_cast<double>(a.bytes)).c_str(),
+          a.frees ? printf_string("%.0f", a.kernels.quantile(0.5)).c_str() : "-",
+          a.frees ? printf_string("%.0f", a.kernels.quantile(0.9)).c_str() : "-",
+          a.frees ? human_micros(a.micros.quantile(0.5)).c_str() : "-",
+          percent(static_cast<double>(a.lifo_frees), static_cast<double>(a.frees)).c_str(),
+          static_cast<unsigned long long>(a.served),
+          regions ? human_bytes(static_cast<double>(n.peak_held)).c_str()
+                  : std::to_string(a.from_buffer).c_str(),
+          name.c_str());
+    }
+  };
+  table("Labels, most allocations first", r.labels, false);
+  table("Profiling regions, most allocations first", r.regions, true);
+  o << "  (kern p50/p90: lifetime in kernels of the allocating thread; LIFO: freed while the "
+       "newest live allocation of its thread and space;\n   kbuf: served by the replay below; "
+       "buffer: of those, carved from its buffer)\n";
+
+  o << "\n== What kbuf would do: one kbuf::BufferAllocator per host thread and memory space, "
+       "the program's temporaries\n   (freed within "
+    << r.settings.max_kernels
+    << " kernels of their thread; one freed before newer ones is held until they are, as a "
+       "kbuf scope does) replayed under kbuf's own rules\n";
+  std::uint64_t not_served = 0;
+  for (std::uint64_t v : r.not_served) not_served += v;
+  o << "  temporaries served   " << r.served() << " of " << r.allocations << " allocations ("
+    << percent(static_cast<double>(r.served()), static_cast<double>(r.allocations)) << "), "
+    << r.fallbacks() << " by fallbacks (" << r.first_round_fallbacks() << " in the first round)\n";
+  o << "  not served           " << not_served;
+  const char* sep = ": ";
+  for (std::size_t i = 0; i < r.not_served.size(); ++i) {
+    if (r.not_served[i] == 0) continue;
+    o << sep << to_string(static_cast<Reason>(i)) << " " << r.not_served[i];
+    sep = ", ";
+  }
+  o << "\n";
+  o << "  buffer capacity      " << r.capacity() << " bytes (" << human_bytes(r.capacity())
+    << ")\n";
+  o << "  allocations avoided  " << r.allocations_avoided() << " ("
+    << percent(static_cast<double>(r.allocations_avoided()), static_cast<double>(r.allocations))
+    << " of the program's allocations)\n";
+  if (r.replays.size() > 1 || !r.replays.empty()) {
+    for (const ReplayResult& x : r.replays) {
+      o << printf_string(
+          "    thread %u, %s (alignment %zu): %llu temporaries, %llu from the buffer, %llu "
+          "fallbacks (%llu in the first round), %llu regrowths, capacity %zu, high-water mark "
+          "%zu; %llu freed out of LIFO order, held until the newer ones were freed\n",
+          x.thread, clean(x.space).c_str(), x.alignment,
+          static_cast<unsigned long long>(x.temporaries),
+          static_cast<unsigned long long>(x.from_buffer),
+          static_cast<unsigned long long>(x.fallbacks),
+          static_cast<unsigned long long>(x.first_round_fallbacks),
+          static_cast<unsigned long long>(x.regrows), x.capacity, x.high_water_mark,
+          static_cast<unsigned long long>(x.released_late));
+    }
+  }
+  const std::vector<const Named*> sites = call_sites(r);
+  if (!sites.empty()) {
+    o << "\n== Call sites to change first: take these with kbuf::temporary under a kbuf::use\n";
+    for (std::size_t i = 0; i < sites.size() && i < top; ++i) {
+      const Named& n = *sites[i];
+      o << printf_string("  %2zu. '%s' [%s]: %llu allocations avoided of %llu, %s served\n", i + 1,
+                         clean(n.name).c_str(), clean(n.space).c_str(),
+                         static_cast<unsigned long long>(n.a.from_buffer),
+                         static_cast<unsigned long long>(n.a.count),
+                         human_bytes(static_cast<double>(n.a.served_bytes)).c_str());
+    }
+  }
+  if (r.trace_dropped != 0 || r.names_dropped != 0) {
+    o << "\n  kept bounded: ";
+    if (r.trace_dropped != 0) {
+      o << r.trace_dropped
+        << " trace events left out (KBUF_ADVISOR_TRACE_EVENTS=" << r.settings.trace_events << ")";
+    }
+    if (r.names_dropped != 0) {
+      o << (r.trace_dropped != 0 ? "; " : "") << r.names_dropped
+        << " allocations under '(other)' past " << r.settings.max_names
+        << " names (KBUF_ADVISOR_NAMES)";
+    }
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string format_json(const Results& r) {
+  using nlohmann::json;
+  json j;
+  j["allocations"] = r.allocations;
+  j["deallocations"] = r.deallocations;
+  j["bytes"] = r.bytes;
+  j["unmatched_deallocations"] = r.unmatched_frees;
+  j["kernels"] = r.kernels;
+  j["fences"] = r.fences;
+  j["deep_copies"] = r.deep_copies;
+  j["deep_copy_bytes"] = r.deep_copy_bytes;
+  j["regions"] = r.pushes;
+  j["threads"] = r.threads;
+  j["thread_slots"] = r.thread_slots;
+  j["seconds"] = r.seconds;
+  j["settings"] = {{"max_lifetime_kernels", r.settings.max_kernels},
+                   {"window", r.settings.window},
+                   {"trace_events", r.settings.trace_events},
+                   {"names", r.settings.max_names}};
+  j["spaces"] = json::array();
+  for (const SpaceTotals& s : r.spaces) {
+    j["spaces"].push_back({{"space", clean(s.name)},
+                           {"allocations", s.allocations},
+                           {"deallocations", s.deallocations},
+                           {"bytes", s.bytes},
+                           {"peak_held_bytes", s.peak_held}});
+  }
+  j["kbuf_records"] = json::array();
+  for (const KbufSpace& k : r.kbuf_spaces) {
+    j["kbuf_records"].push_back({{"space", clean(k.name)},
+                                 {"temporaries", k.temporaries},
+                                 {"releases", k.releases},
+                                 {"bytes", k.bytes},
+                                 {"peak_held_bytes", k.peak_held}});
+  }
+  const auto aggregate = [](json& e, const Aggregate& a) {
+    e["count"] = a.count;
+    e["bytes"] = a.bytes;
+    e["frees"] = a.frees;
+    e["lifo_frees"] = a.lifo_frees;
+    e["median_lifetime_kernels"] = a.kernels.quantile(0.5);
+    e["p90_lifetime_kernels"] = a.kernels.quantile(0.9);
+    e["median_lifetime_us"] = a.micros.quantile(0.5);
+    e["served"] = a.served;
+    e["served_bytes"] = a.served_bytes;
+    e["from_buffer"] = a.from_buffer;
+    json reasons = json::object();
+    for (std::size_t i = 0; i < a.not_served.size(); ++i) {
+      reasons[to_string(static_cast<Reason>(i))] = a.not_served[i];
+    }
+    e["not_served"] = reasons;
+  };
+  j["labels"] = json::array();
+  for (const Named& n : r.labels) {
+    json e{{"space", clean(n.space)}, {"label", clean(n.name)}};
+    aggregate(e, n.a);
+    j["labels"].push_back(e);
+  }
+  j["regions_detail"] = json::array();
+  for (const Named& n : r.regions) {
+    json e{{"region", clean(n.name)}, {"instances", n.instances}, {"peak_held_bytes", n.peak_held}};
+    aggregate(e, n.a);
+    j["regions_detail"].push_back(e);
+  }
+  json k;
+  k["capacity_bytes"] = r.capacity();
+  k["allocations_avoided"] = r.allocations_avoided();
+  k["first_round_fallbacks"] = r.first_round_fallbacks();
+  k["fallbacks"] = r.fallbacks();
+  k["temporaries"] = r.served();
+  json reasons = json::object();
+  for (std::size_t i = 0; i < r.not_served.size(); ++i) {
+    reasons[to_string(static_cast<Reason>(i))] = r.not_served[i];
+  }
+  k["not_served"] = reasons;
+  k["allocators"] = json::array();
+  for (const ReplayResult& x : r.replays) {
+    k["allocators"].push_back({{"thread", x.thread},
+                               {"space", clean(x.space)},
+                               {"alignment", x.alignment},
+                               {"temporaries", x.temporaries},
+                               {"from_buffer", x.from_buffer},
+                               {"fallbacks", x.fallbacks},
+                               {"first_round_fallbacks", x.first_round_fallbacks},
+                               {"regrows", x.regrows},
+                               {"released_late", x.released_late},
+                               {"capacity_bytes", x.capacity},
+                               {"capacity_at_end_bytes", x.capacity_at_end},
+                               {"high_water_mark_bytes", x.high_water_mark},
+                               {"allocations_avoided", x.allocations_avoided()}});
+  }
+  k["call_sites"] = json::array();
+  for (const Named* n : call_sites(r)) {
+    k["call_sites"].push_back({{"space", clean(n->space)},
+                               {"label", clean(n->name)},
+                               {"allocations_avoided", n->a.from_buffer},
+                               {"served_bytes", n->a.served_bytes}});
+  }
+  j["kbuf"] = k;
+  j["bounded"] = {{"trace_events_dropped", r.trace_dropped},
+                  {"allocations_under_other_name", r.names_dropped},
+                  {"series_points", r.series.size()},
+                  {"events_per_series_point", r.series_stride},
+                  {"peak_events_awaiting_verdict", r.peak_pending}};
+  return j.dump(1) + "\n";
+}
+
+namespace {
+
+// Appends a number for SVG and JSON text: at most `decimals` decimals, no trailing zeros.
+void append_num(std::string& out, double v, int decimals = 1) {
+  char buf[64];
+  const std::to_chars_result r =
+      std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
+  if (r.ec != std::errc()) {  // cannot happen for the values drawn here
+    out += '0';
+    return;
+  }
+  char* end = r.ptr;
+  if (std::find(buf, end, '.') != end) {
+    while (end[-1] == '0') --end;
+    if (end[-1] == '.') --end;
+  }
+  if (end - buf == 2 && buf[0] == '-' && buf[1] == '0') {
+    out += '0';
+    return;
+  }
+  out.append(buf, end);
+}
+
+std::string num(double v, int decimals = 1) {
+  std::string t;
+  append_num(t, v, decimals);
+  return t;
+}
+
+// A tick label for bytes: whole units where the tick is (1.5 MiB, 256 KiB, 0 B).
+std::string tick_bytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) {
+    b /= 1024;
+    ++u;
+  }
+  return num(b, 2) + " " + units[u];
+}
+
+// A round step for about `n` ticks over [0, span]: 1, 2 or 5 times a power of ten.
+double nice_step(double span, int n) {
+  const double raw = span / n;
+  const double p = std::pow(10.0, std::floor(std::log10(raw)));
+  for (double f : {1.0, 2.0, 5.0}) {
+    if (f * p >= raw) return f * p;
+  }
+  return 10 * p;
+}
+
+// A tick label for seconds, in the unit the step reads best in.
+std::string tick_seconds(double t, double step) {
+  if (step >= 1) return num(t, 0) + " s";
+  if (step >= 1e-3) return num(t * 1e3, step >= 0.01 ? 0 : 1) + " ms";
+  return num(t * 1e6, step >= 1e-5 ? 0 : 1) + " us";
+}
+
+}  // namespace
+
+std::string format_svg(const Results& r) {
+  const double width = 960, height = 460, left = 90, right = 40, top = 90, bottom = 60;
+  const double pw = width - left - right, ph = height - top - bottom;
+  double tmax = r.seconds;
+  std::uint64_t ymax_raw = 1;
+  for (const SeriesPoint& p : r.series) {
+    tmax = std::max(tmax, p.seconds);
+    ymax_raw = std::max<std::uint64_t>(ymax_raw, p.temporaries + p.others);
+  }
+  ymax_raw = std::max<std::uint64_t>(ymax_raw, r.capacity());
+  if (tmax <= 0) tmax = 1e-6;
+  // A round top for the y axis: 1, 2, 2.5, 4, 5, 8 or 10 times a power of 1024 bytes, so the
+  // five ticks read as whole KiB or MiB.
+  const double raw = static_cast<double>(ymax_raw) * 1.05;
+  double unit = 1;
+  while (unit * 1024 <= raw) unit *= 1024;
+  double ymax = unit;
+  for (double f : {1.0,  2.0,  2.5,   4.0,   5.0,   8.0,   10.0,  20.0,  25.0,   40.0,
+                   50.0, 80.0, 100.0, 200.0, 250.0, 400.0, 500.0, 800.0, 1000.0, 1024.0}) {
+    if (f * unit >= raw) {
+      ymax = f * unit;
+      break;
+    }
+  }
+  const auto X = [&](double t) { return left + pw * t / tmax; };
+  const auto Y = [&](double b) { return top + ph * (1.0 - b / ymax); };
+  std::string o;
+  o += "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(width) + "\" height=\"" +
+       num(height) + "\" viewBox=\"0 0 " + num(width) + " " + num(height) +
+       "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o += "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o += "<text x=\"" + num(left) +
+       "\" y=\"24\" font-size=\"16\" font-weight=\"bold\">Memory held over time "
+       "(kbuf-advisor)</text>\n";
+  o += "<text x=\"" + num(left) + "\" y=\"44\" fill=\"#444\">" + std::to_string(r.allocations) +
+       " allocations, " + xml_escape(human_bytes(static_cast<double>(r.bytes))) +
+       "; kbuf would serve " + std::to_string(r.served()) + " temporaries from a buffer of " +
+       xml_escape(human_bytes(static_cast<double>(r.capacity()))) + " and avoid " +
+       std::to_string(r.allocations_avoided()) + " allocations</text>\n";
+  // Grid and axes: five byte ticks, round time ticks.
+  for (int i = 0; i <= 5; ++i) {
+    const double b = ymax * i / 5, y = Y(b);
+    o += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) +
+         "\" y2=\"" + num(y) + "\" stroke=\"#ddd\"/>\n";
+    o += "<text x=\"" + num(left - 6) + "\" y=\"" + num(y + 4) + "\" text-anchor=\"end\">" +
+         xml_escape(tick_bytes(b)) + "</text>\n";
+  }
+  const double step = nice_step(tmax, 6);
+  for (int i = 0; i * step <= tmax * (1 + 1e-9); ++i) {
+    const double t = i * step, x = X(t);
+    o += "<line x1=\"" + num(x) + "\" y1=\"" + num(top + ph) + "\" x2=\"" + num(x) + "\" y2=\"" +
+         num(top + ph + 5) + "\" stroke=\"#888\"/>\n";
+    o += "<text x=\"" + num(x) + "\" y=\"" + num(top + ph + 18) + "\" text-anchor=\"middle\">" +
+         tick_seconds(t, step) + "</text>\n";
+  }
+  o += "<text x=\"" + num(left + pw / 2) + "\" y=\"" + num(height - 14) +
+       "\" text-anchor=\"middle\">time since Kokkos::initialize</text>\n";
+  o += "<text transform=\"translate(16," + num(top + ph / 2) +
+       ") rotate(-90)\" text-anchor=\"middle\">bytes held</text>\n";
+  // Stacked steps: the temporaries at the bottom, so that they read against the buffer's line,
+  // the other allocations above them.
+  if (!r.series.empty()) {
+    const auto area = [&](bool upper, const char* fill) {
+      std::string d = "M" + num(X(r.series.front().seconds)) + "," + num(Y(0));
+      double last_y = Y(0);
+      for (const SeriesPoint& p : r.series) {
+        const double b = static_cast<double>(p.temporaries + (upper ? p.others : 0));
+        const double x = X(p.seconds);
+        for (const double y : {last_y, Y(b)}) {
+          d += " L";
+          append_num(d, x);
+          d += ',';
+          append_num(d, y);
+        }
+        last_y = Y(b);
+      }
+      d += " L" + num(X(tmax)) + "," + num(last_y) + " L" + num(X(tmax)) + "," + num(Y(0)) + " Z";
+      o += "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"/>\n";
+    };
+    area(true, "#4e79a7");
+    area(false, "#f28e2b");
+  }
+  // The replay's buffer.
+  if (r.capacity() != 0) {
+    const double y = Y(static_cast<double>(r.capacity()));
+    o += "<line x1=\"" + num(left) + "\" y1=\"" + num(y) + "\" x2=\"" + num(left + pw) +
+         "\" y2=\"" + num(y) + "\" stroke=\"#c00000\" stroke-width=\"1.5\" " +
+         "stroke-dasharray=\"6,4\"/>\n";
+  }
+  // Region boundaries: starts of the outermost regions of the first thread. A label where it
+  // has room and says something new (a run of one region's starts is labelled once), cut to end
+  // inside the picture.
+  const bool dense = r.markers.size() > 24;
+  double last_label_x = -1e9;
+  std::string last_label;
+  for (const Marker& m : r.markers) {
+    const double x = X(m.seconds);
+    o += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" +
+         num(top + ph) + "\" stroke=\"#59a14f\" stroke-width=\"1\" stroke-dasharray=\"2,3\"" +
+         (dense ? " stroke-opacity=\"0.5\"" : "") + "/>\n";
+    const std::string name = clean(m.name);
+    if (name == last_label || x - last_label_x < 20) continue;
+    // Rotated by 30 degrees, a 9-px character takes about 4.6 px of width.
+    const std::size_t room = static_cast<std::size_t>(std::max(0.0, (width - 4 - (x + 2)) / 4.6));
+    if (room < 12) continue;
+    std::string text = name.size() > std::min<std::size_t>(room, 32)
+                           ? name.substr(0, std::min<std::size_t>(room, 32) - 3) + "..."
+                           : name;
+    o += "<text x=\"" + num(x + 2) + "\" y=\"" + num(top + 10) +
+         "\" font-size=\"9\" fill=\"#2f6f2a\" transform=\"rotate(30 " + num(x + 2) + " " +
+         num(top + 10) + ")\">" + xml_escape(text) + "</text>\n";
+    last_label_x = x;
+    last_label = name;
+  }
+  o += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" +
+       num(ph) + "\" fill=\"none\" stroke=\"#888\"/>\n";
+  // Legend.
+  const double lx = left, ly = 68;
+  o += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 9) +
+       "\" width=\"10\" height=\"10\" fill=\"#f28e2b\"/><text x=\"" + num(lx + 14) + "\" y=\"" +
+       num(ly) + "\">temporaries</text>\n";
+  o += "<rect x=\"" + num(lx + 100) + "\" y=\"" + num(ly - 9) +
+       "\" width=\"10\" height=\"10\" fill=\"#4e79a7\"/><text x=\"" + num(lx + 114) + "\" y=\"" +
+       num(ly) + "\">other allocations</text>\n";
+  o += "<line x1=\"" + num(lx + 240) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(lx + 262) +
+       "\" y2=\"" + num(ly - 4) +
+       "\" stroke=\"#c00000\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/><text x=\"" +
+       num(lx + 268) + "\" y=\"" + num(ly) + "\">kbuf buffer (the replay's capacity)</text>\n";
+  if (!r.markers.empty()) {
+    std::string note = "profiling region starts";
+    if (r.outer_regions > r.markers.size()) {
+      note += " (" + std::to_string(r.markers.size()) + " of " + std::to_string(r.outer_regions) +
+              " drawn)";
+    }
+    o += "<line x1=\"" + num(lx + 520) + "\" y1=\"" + num(ly - 9) + "\" x2=\"" + num(lx + 520) +
+         "\" y2=\"" + num(ly + 1) +
+         "\" stroke=\"#59a14f\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\"/><text x=\"" +
+         num(lx + 526) + "\" y=\"" + num(ly) + "\" fill=\"#2f6f2a\">" + xml_escape(note) +
+         "</text>\n";
+  }
+  o += "</svg>\n";
+  return o;
+}
+
+namespace {
+
+// A JSON string literal of `s` (already UTF-8: clean()).
+void json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += printf_string("\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+std::string format_trace(const Results& r) {
+  // Written directly (a trace holds up to KBUF_ADVISOR_TRACE_EVENTS events): Chrome's
+  // trace-event format, JSON object form. Times in microseconds since Kokkos::initialize.
+  std::string o;
+  o.reserve(128 * (r.trace.size() + r.series.size()) + 1024);
+  o += "{\"traceEvents\":[\n";
+  o += R"({"name":"process_name","ph":"M","pid":1,"tid":0,"args":{"name":"kbuf-advisor"}})";
+  std::uint32_t threads = 0;
+  for (const TraceEvent& e : r.trace) threads = std::max(threads, e.thread + 1);
+  for (std::uint32_t t = 0; t < threads; ++t) {
+    o += ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(t) +
+         ",\"args\":{\"name\":\"host thread " + std::to_string(t) + "\"}}";
+    o += ",\n{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":1,\"tid\":" + std::to_string(t) +
+         ",\"args\":{\"sort_index\":" + std::to_string(t) + "}}";
+  }
+  static const char* const categories[] = {"kernel", "region", "deep_copy", "fence"};
+  std::vector<std::string> names;  // each cleaned once
+  names.reserve(r.names.size());
+  for (const std::string& n : r.names) names.push_back(clean(n));
+  for (const TraceEvent& e : r.trace) {
+    o += ",\n{\"name\":";
+    json_string(o, names.at(e.name));
+    o += ",\"cat\":\"";
+    o += categories[e.kind];
+    o += "\",\"ph\":\"X\",\"ts\":";
+    append_num(o, e.begin_us, 3);
+    o += ",\"dur\":";
+    append_num(o, std::max(0.0, e.duration_us), 3);
+    o += ",\"pid\":1,\"tid\":";
+    o += std::to_string(e.thread);
+    if (e.kind == TraceEvent::deep_copy) {
+      o += ",\"args\":{\"bytes\":" + std::to_string(e.bytes) + ",\"to\":";
+      json_string(o, names.at(e.to));
+      o += ",\"from\":";
+      json_string(o, names.at(e.from));
+      o += "}";
+    }
+    o += "}";
+  }
+  for (const SeriesPoint& p : r.series) {
+    o += ",\n{\"name\":\"bytes held\",\"cat\":\"memory\",\"ph\":\"C\",\"ts\":";
+    append_num(o, p.seconds * 1e6, 3);
+    o += ",\"pid\":1,\"args\":{\"temporaries\":";
+    o += std::to_string(p.temporaries);
+    o += ",\"other allocations\":";
+    o += std::to_string(p.others);
+    o += "}}";
+  }
+  o += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"kbuf-advisor\",";
+  o += "\"events_left_out\":" + std::to_string(r.trace_dropped) + ",\"note\":";
+  json_string(o, r.trace_dropped == 0
+                     ? std::string("every kernel, region, fence and deep copy")
+                     : "the first " + std::to_string(r.trace.size()) +
+                           " kernels, regions, fences and deep copies; " +
+                           std::to_string(r.trace_dropped) +
+                           " later ones left out (KBUF_ADVISOR_TRACE_EVENTS); the bytes held "
+                           "cover the whole run");
+  o += "}}\n";
+  return o;
+}
+
+std::string write_outputs(const Results& r, const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0777) != 0 && errno != EEXIST) {
+    return "cannot make the output folder '" + dir + "': " + std::strerror(errno);
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return "the output path '" + dir + "' is not a folder";
+  }
+  const std::pair<const char*, std::string> files[] = {
+      {"kbuf-advisor.json", format_json(r)},
+      {"kbuf-advisor.svg", format_svg(r)},
+      {"kbuf-advisor.trace.json", format_trace(r)}};
+  for (const auto& [name, text] : files) {
+    const std::string path = dir + "/" + name;
+    errno = 0;
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    if (!f) return "cannot write '" + path + "': " + std::strerror(errno != 0 ? errno : EACCES);
+    f << text;
+    f.close();
+    if (!f) return "cannot write '" + path + "': " + std::strerror(errno != 0 ? errno : EIO);
+  }
+  return std::string();
+}
+
+}  // namespace kbuf_advisor
