@@ -6,7 +6,11 @@
 // the first of them A (take 0) with 48 bytes written past its end.
 #include <doctest/doctest.h>
 
+#if defined(KBUF_TEST_FOREIGN_SPACE) && KBUF_TEST_FOREIGN_SPACE
+// The foreign space as a device: the kernel reads and writes its takes there, as a CUDA kernel
+// does CudaSpace's; host code may not (tau comes back through a mirror).
 #include "foreign_kernels.hpp"
+#endif
 
 #include <KokkosBatched_QR_Decl.hpp>
 #include <KokkosBatched_QR_TeamVector_Impl.hpp>
