@@ -717,9 +717,10 @@ int main(int argc, char** argv) {
         "  ratios: scratch View / kbuf %.2f, MemoryPool / kbuf %.2f; kbuf takes %zu, "
         "failed %zu\n",
         s / w, mp / w, wr.takes, wr.failed_takes);
-    std::printf("  a take served by a fallback (no slot, no lane) + its release %8.2f (%zu of %zu "
-                "takes), %.1f times a take from the slot\n",
-                fb, fr.fallbacks, fr.takes, fb / w);
+    std::printf(
+        "  a take served by a fallback (no slot, no lane) + its release %8.2f (%zu of %zu "
+        "takes), %.1f times a take from the slot\n",
+        fb, fr.fallbacks, fr.takes, fb / w);
     if (!wr.complete() || !fr.complete()) good = false;
   }
 
