@@ -279,7 +279,10 @@ struct WithViews {
 constexpr int micro_iterations = 256;
 constexpr int micro_doubles = 64;
 
-struct MicroWorkspace {
+// A take and its release, 256 times per team (`Fallback`: a second instantiation, timed on a
+// workspace where every take falls back, so that the first one's code is not shaped by it).
+template <bool Fallback>
+struct MicroTakes {
   kbuf::Workspace<space> ws;
   dview<double*> sink;
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
@@ -294,6 +297,7 @@ struct MicroWorkspace {
     Kokkos::single(Kokkos::PerTeam(team), [&]() { sink(team.league_rank()) = acc; });
   }
 };
+using MicroWorkspace = MicroTakes<false>;
 
 struct MicroScratch {
   dview<double*> sink;
@@ -702,7 +706,7 @@ int main(int argc, char** argv) {
     // The same takes when none fits a slot or a lane: each is a fallback (the heap's malloc and
     // free, here the host's), what a first round from a guess too small costs per take.
     auto fallback_ws = alloc.workspace(plain, kbuf::per_team{0}, "micro fallback");
-    const double fb = ns_per_temporary(plain, MicroWorkspace{fallback_ws, sink}, reps);
+    const double fb = ns_per_temporary(plain, MicroTakes<true>{fallback_ws, sink}, reps);
     const kbuf::WorkspaceReport fr = fallback_ws.finish();
     const double s = ns_per_temporary(scratch, MicroScratch{sink}, reps);
     const double mp = ns_per_temporary(plain, MicroPool{pool, sink}, reps);

@@ -193,6 +193,10 @@ class Workspace {
       static_assert(alignof(T) <= 64,
                     "kbuf::Workspace::Arena::take: takes are aligned to 64 bytes (at least the "
                     "allocator's alignment): a value type aligned beyond 64 is not served");
+      if (ended_) {
+        misuse("kbuf::Workspace::Arena::take after the arena ended");
+        return refuse<V>();
+      }
       unsigned long long nbytes = 0;
       if (!byte_count<DataType, V, T>(nbytes, extents...)) return refuse<V>();
       void* p = place(nbytes);
@@ -221,7 +225,6 @@ class Workspace {
       Flush flush{this};
       (void)Impl::team_single<int>(team_, flush);
       ended_ = true;
-      fast_bytes_ = 0;  // a take after the end leaves the hot path, to be refused
     }
 
     /// The slot this arena holds (-1 for none).
@@ -312,12 +315,6 @@ class Workspace {
         void* p = slot_mem_ + slot_top_;
         slot_top_ += n;
         return p;
-      }
-      if (ended_) {
-        misuse("kbuf::Workspace::Arena::take after the arena ended");
-        ok_ = false;
-        ++failed_;
-        return nullptr;
       }
       if (guard_ != 0) return place_checked(nbytes, n, index);
       return find(n);
@@ -463,14 +460,14 @@ class Workspace {
         fallbacks_ = fallbacks;
         checks_ = checks;
         if (t.spill == 0) lane_ = -1;
-        spill_want_ = t.want;
-        spill_top_ = t.spill;
       } else if (team_.sync) {
         // The frame's end is the team's barrier: what follows may hand its memory out again.
         Impl::team_barrier(team_);
       }
       slot_top_ = t.slot;
       need_top_ = t.need;
+      spill_want_ = t.want;
+      spill_top_ = t.spill;
     }
 
     // The arena's end, by one thread of the team: what it still holds, its counts, its slot.
