@@ -686,8 +686,12 @@ class Workspace {
     const Workspace* ws;
     int league_rank;
     KOKKOS_FUNCTION int operator()() const {
-      return Impl::claim_slot(ws->flags_, ws->slots_, static_cast<std::size_t>(league_rank),
-                              probe_rounds);
+      const int slot =
+          Impl::claim_slot(ws->flags_, ws->slots_, Impl::slot_hint(league_rank), probe_rounds);
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+      if (slot >= 0) Impl::last_slot() = static_cast<std::size_t>(slot);
+#endif
+      return slot;
     }
   };
 

@@ -144,6 +144,14 @@ KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
 KOKKOS_INLINE_FUNCTION void acquire_fence() {}  // atomic_cas acquires already
 #endif
 
+#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
+/// The slot the calling host thread claimed last (any workspace; a hint only), or SIZE_MAX.
+inline std::size_t& last_slot() noexcept {
+  static thread_local std::size_t slot = static_cast<std::size_t>(-1);
+  return slot;
+}
+#endif
+
 /// A pause between rounds of a probe, so that a holder can run and give its slot back: the host
 /// thread yields; a CUDA thread sleeps (longer each round, up to about 8 microseconds: the probe
 /// is bounded in time, not only in iterations); an AMD wavefront sleeps too (`s_sleep`), so that
@@ -164,8 +172,13 @@ KOKKOS_INLINE_FUNCTION void probe_backoff(unsigned round) {
 #endif
 }
 
-/// A free slot among the `n` flags at `flags`, probed from `start` on with compare-and-swap,
-/// `rounds` times round with a back-off between rounds; -1 when none was free that often.
+/// The flags of slots and lanes, each in a cache line of its own (64 bytes): holders of
+/// different slots never write the same line.
+inline constexpr std::size_t flag_stride = 64 / sizeof(unsigned int);
+
+/// A free slot among the `n` flags at `flags` (`flag_stride` apart), probed from `start` on with
+/// compare-and-swap, `rounds` times round with a back-off between rounds; -1 when none was free
+/// that often.
 KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::size_t start,
                                       std::size_t rounds) {
   if (n == 0) return -1;
@@ -173,7 +186,8 @@ KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::s
   for (std::size_t round = 0; round < rounds; ++round) {
     if (round != 0) probe_backoff(static_cast<unsigned>(round));
     for (std::size_t probe = 0; probe < n; ++probe) {
-      if (atomic_load(&flags[i]) == 0u && atomic_cas(&flags[i], 0u, 1u) == 0u) {
+      unsigned int* f = &flags[i * flag_stride];
+      if (atomic_load(f) == 0u && atomic_cas(f, 0u, 1u) == 0u) {
         acquire_fence();  // what the slot's last holder wrote is done with
         return static_cast<int>(i);
       }
@@ -185,7 +199,19 @@ KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::s
 
 /// Frees a slot (or a lane) `claim_slot` gave.
 KOKKOS_INLINE_FUNCTION void release_slot(unsigned int* flags, int slot) {
-  atomic_store(&flags[slot], 0u);  // after everything the holder did with the slot
+  atomic_store(&flags[static_cast<std::size_t>(slot) * flag_stride], 0u);  // after the holder's
+}
+
+/// Where a team starts probing for a slot: on the host, the slot its thread held last (a host
+/// thread runs one team at a time, so that slot is almost always free again, and threads do not
+/// probe each other's); on a device, and at a thread's first claim, the team's league rank.
+KOKKOS_INLINE_FUNCTION std::size_t slot_hint(int league_rank) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return static_cast<std::size_t>(league_rank);
+#else
+  const std::size_t last = last_slot();
+  return last != static_cast<std::size_t>(-1) ? last : static_cast<std::size_t>(league_rank);
+#endif
 }
 
 /// A record's counter: plain for a slot's own record (its holder is alone), atomic for the

@@ -301,11 +301,12 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   const bool checked = passthrough_ || debug_checks_enabled;
   const std::size_t guard = checked ? (unit > 256 ? unit : 256) : 0;
   std::size_t header_raw = 0;
+  // [header words | flags, a cache line each | per-slot records], each part on a cache line.
+  const std::size_t flags_at = (Impl::wh_words * sizeof(unsigned long long) + 63) / 64 * 64;
   std::size_t flags_bytes = 0;
   KBUF_EXPECTS(
-      Impl::mul_add(slots + lanes, sizeof(unsigned int), 0, &flags_bytes) &&
-          Impl::mul_add(slots, Impl::wr_words * sizeof(unsigned long long),
-                        Impl::wh_words * sizeof(unsigned long long) + (flags_bytes + 7) / 8 * 8,
+      Impl::mul_add(slots + lanes, Impl::flag_stride * sizeof(unsigned int), 0, &flags_bytes) &&
+          Impl::mul_add(slots, Impl::wr_words * sizeof(unsigned long long), flags_at + flags_bytes,
                         &header_raw) &&
           header_raw <= static_cast<std::size_t>(-1) - unit,
       call, " with ", bytes, " bytes, label '", label, "', on allocator '", label_,
@@ -347,9 +348,9 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   Workspace<MemorySpace> ws;
   ws.base_ = base;
   ws.header_ = reinterpret_cast<unsigned long long*>(base);
-  ws.flags_ = reinterpret_cast<unsigned int*>(ws.header_ + Impl::wh_words);
-  ws.lane_flags_ = ws.flags_ + slots;
-  ws.records_ = ws.header_ + Impl::wh_words + (flags_bytes + 7) / 8;
+  ws.flags_ = reinterpret_cast<unsigned int*>(base + flags_at);
+  ws.lane_flags_ = ws.flags_ + slots * Impl::flag_stride;
+  ws.records_ = reinterpret_cast<unsigned long long*>(base + flags_at + flags_bytes);
   ws.slots_mem_ = base + header;
   ws.spill_ = base + slots_total;
   ws.slots_ = slots;
@@ -370,10 +371,19 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
     const std::size_t n = made.first->first.size() < room ? made.first->first.size() : room;
     for (std::size_t i = 0; i < n; ++i) text[i] = key[i];
   }
-  Kokkos::parallel_for("kbuf::BufferAllocator::workspace: zero the counters [" + label_ + "]",
-                       Kokkos::RangePolicy<execution_space, Kokkos::IndexType<std::size_t>>(
-                           exec_, 0, header_raw / sizeof(unsigned long long)),
-                       zero);
+  const std::size_t words = header_raw / sizeof(unsigned long long);
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible &&
+                Kokkos::SpaceAccessibility<execution_space, Kokkos::HostSpace>::accessible) {
+    // Host memory and a host backend: written here, after the instance's earlier work (a
+    // kernel would cost a parallel region, and on an oversubscribed host a scheduler's quantum).
+    exec_.fence();
+    for (std::size_t i = 0; i < words; ++i) zero(i);
+  } else {
+    Kokkos::parallel_for(
+        "kbuf::BufferAllocator::workspace: zero the counters [" + label_ + "]",
+        Kokkos::RangePolicy<execution_space, Kokkos::IndexType<std::size_t>>(exec_, 0, words),
+        zero);
+  }
   record->unfinished.push_back(base);  // room reserved above: cannot throw
   return ws;
 }
