@@ -31,31 +31,6 @@ using member = team_policy::member_type;
 
 constexpr int m = 16, n = 10;
 
-/// Sets KBUF_PASSTHROUGH while it lives (allocators read it when they are made).
-class PassthroughEnv {
- public:
-  explicit PassthroughEnv(const char* value) {
-    if (const char* old = std::getenv("KBUF_PASSTHROUGH")) {
-      had_ = true;
-      old_ = old;
-    }
-    ::setenv("KBUF_PASSTHROUGH", value, 1);
-  }
-  ~PassthroughEnv() {
-    if (had_) {
-      ::setenv("KBUF_PASSTHROUGH", old_.c_str(), 1);
-    } else {
-      ::unsetenv("KBUF_PASSTHROUGH");
-    }
-  }
-  PassthroughEnv(const PassthroughEnv&) = delete;
-  PassthroughEnv& operator=(const PassthroughEnv&) = delete;
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
-
 // One team: A (m x n, the take's default LayoutRight; with `slack` > 0, the first m n doubles of
 // a take that many doubles longer), tau (`tau` entries) and w (n) from the arena; A filled with
 // a fixed well-conditioned matrix; TeamVectorQR; tau's first n entries out.
@@ -115,12 +90,12 @@ TEST_CASE(
     "keeps tau") {
   Run reference, plain, checked;
   {
-    PassthroughEnv off("0");
+    kbuf_test::ScopedEnv off("KBUF_PASSTHROUGH", "0");
     reference = tall_qr(true);  // room for the overruns: the right values
     plain = tall_qr(false);     // exact sizes: the overrun of A lands in tau
   }
   {
-    PassthroughEnv on("1");
+    kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
     checked = tall_qr(false);
   }
   REQUIRE(reference.tau.size() == static_cast<std::size_t>(n));

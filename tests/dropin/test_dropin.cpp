@@ -161,32 +161,6 @@ class Barrier {
   std::atomic<unsigned> generation_{0};
 };
 
-// Sets an environment variable while it lives (allocators read KBUF_TOOLS_REPORT when made).
-class EnvSetting {
- public:
-  EnvSetting(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    ::setenv(name, value, 1);
-  }
-  EnvSetting(const EnvSetting&) = delete;
-  EnvSetting& operator=(const EnvSetting&) = delete;
-  ~EnvSetting() {
-    if (had_) {
-      ::setenv(name_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 // Each of `nthreads` threads runs two passes on its own halos and data under the guard
 // `make_guard` returns; the second pass is counted. Returns what the counter saw in it;
 // `results[t]` is thread t's data after both passes. No View is shared between threads: a
@@ -293,7 +267,7 @@ TEST_CASE(
   const auto halos = make_halos();
   halo::Data data = make_data();
   AllocationCounter counter;
-  const EnvSetting off("KBUF_TOOLS_REPORT", "0");
+  const kbuf_test::ScopedEnv off("KBUF_TOOLS_REPORT", "0");
   Alloc alloc;  // reads the switch now
   CHECK(!alloc.reports_to_tools());
   kbuf::use current(alloc);

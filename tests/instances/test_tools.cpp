@@ -54,36 +54,6 @@ std::uint64_t peak_live_bytes(const ToolRecorder& rec) {
   return peak;
 }
 
-// Sets an environment variable while it lives (allocators read KBUF_TOOLS_REPORT when made).
-class EnvSetting {
- public:
-  EnvSetting(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value != nullptr) {
-      ::setenv(name, value, 1);
-    } else {
-      ::unsetenv(name);
-    }
-  }
-  EnvSetting(const EnvSetting&) = delete;
-  EnvSetting& operator=(const EnvSetting&) = delete;
-  ~EnvSetting() {
-    if (had_) {
-      ::setenv(name_, old_.c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
-
 // Each team takes a few doubles from its arena and writes one.
 struct TakeInKernel {
   kbuf::Workspace<space> ws;
@@ -240,7 +210,7 @@ TEST_CASE(
     "loaded tool, which still sees every real allocation") {
   ToolRecorder rec;
   const auto run = [&rec](const char* setting) {
-    const EnvSetting env("KBUF_TOOLS_REPORT", setting);
+    const kbuf_test::ScopedEnv env("KBUF_TOOLS_REPORT", setting);
     Alloc alloc(Alloc::execution_space(), 1_KiB, Alloc::default_alignment, "switch");
     kbuf::AllocatorPool<space> pool(1_KiB, Alloc::default_alignment, "switch-pool");
     rec.clear();
@@ -272,7 +242,7 @@ TEST_CASE(
 }
 
 TEST_CASE("without a tool loaded no allocator reports, whatever KBUF_TOOLS_REPORT says") {
-  const EnvSetting env("KBUF_TOOLS_REPORT", "1");
+  const kbuf_test::ScopedEnv env("KBUF_TOOLS_REPORT", "1");
   Alloc alloc(1_KiB);
   CHECK_FALSE(alloc.reports_to_tools());
 }

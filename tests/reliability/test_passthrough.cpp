@@ -13,31 +13,6 @@ using namespace kbuf::literals;
 
 namespace {
 
-/// Sets KBUF_PASSTHROUGH while it lives (allocators read it when they are made).
-class PassthroughEnv {
- public:
-  explicit PassthroughEnv(const char* value) {
-    if (const char* old = std::getenv("KBUF_PASSTHROUGH")) {
-      had_ = true;
-      old_ = old;
-    }
-    ::setenv("KBUF_PASSTHROUGH", value, 1);
-  }
-  PassthroughEnv(const PassthroughEnv&) = delete;
-  PassthroughEnv& operator=(const PassthroughEnv&) = delete;
-  ~PassthroughEnv() {
-    if (had_) {
-      ::setenv("KBUF_PASSTHROUGH", old_.c_str(), 1);
-    } else {
-      ::unsetenv("KBUF_PASSTHROUGH");
-    }
-  }
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
-
 std::uintptr_t addr(const void* p) {
   return reinterpret_cast<std::uintptr_t>(p);
 }
@@ -94,11 +69,11 @@ double workload(A& alloc) {
 
 TEST_CASE("KBUF_PASSTHROUGH, read when an allocator is made, turns pass-through mode on and off") {
   {
-    PassthroughEnv on("1");
+    kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
     kbuf_test::Alloc alloc(4_KiB);
     CHECK(alloc.passthrough());
     CHECK(alloc.capacity() == 0);  // no buffer, whatever the size hint
-    PassthroughEnv off("0");
+    kbuf_test::ScopedEnv off("KBUF_PASSTHROUGH", "0");
     CHECK(alloc.passthrough());  // read once, when the allocator was made
     kbuf_test::Alloc other(4_KiB);
     CHECK(!other.passthrough());
@@ -109,7 +84,7 @@ TEST_CASE("KBUF_PASSTHROUGH, read when an allocator is made, turns pass-through 
 }
 
 TEST_CASE("in pass-through mode every temporary is its own allocation, freed by its reset") {
-  PassthroughEnv on("1");
+  kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
   kbuf_test::Alloc alloc(64_KiB);
   auto a = alloc.allocate<double*>(8);
   auto b = alloc.allocate<double*>(8);
@@ -148,7 +123,7 @@ TEST_CASE("in pass-through mode every temporary is its own allocation, freed by 
 TEST_CASE("pass-through mode computes the same results as the buffer") {
   kbuf_test::Alloc normal(1_KiB);  // small: fallbacks first, then a regrown buffer
   const double expected = workload(normal) + workload(normal);
-  PassthroughEnv on("1");
+  kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
   kbuf_test::Alloc pass(1_KiB);
   REQUIRE(pass.passthrough());
   const double got = workload(pass) + workload(pass);
@@ -161,7 +136,7 @@ TEST_CASE("pass-through mode computes the same results as the buffer") {
 }
 
 TEST_CASE("pass-through mode respects the limit") {
-  PassthroughEnv on("1");
+  kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
   kbuf_test::Alloc alloc;
   alloc.limit(1_KiB);
   auto a = alloc.allocate<double*>(64);  // 512 bytes
@@ -178,7 +153,7 @@ TEST_CASE("ASan: a one-element overflow into the next temporary is caught in pas
   // write one past the first lands in live memory and nothing can see it. In pass-through mode
   // each is its own allocation and ASan reports the write.
   const auto overflow = [](const char* mode, int index) {
-    PassthroughEnv env(mode);
+    kbuf_test::ScopedEnv env("KBUF_PASSTHROUGH", mode);
     HostAlloc alloc(4_KiB);
     auto first = alloc.allocate<double*>(8);
     auto second = alloc.allocate<double*>(8);
@@ -197,7 +172,7 @@ TEST_CASE("ASan: a one-element overflow into the next temporary is caught in pas
 }
 
 TEST_CASE("ASan: pass-through poisons the alignment slack of an over-aligned temporary") {
-  PassthroughEnv on("1");
+  kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
   HostAlloc alloc(0, 8);
   auto t = alloc.allocate<kbuf_test::Wide*>(1);  // 128-aligned from 64-aligned memory
   CHECK(__asan_region_is_poisoned(t.data(), sizeof(kbuf_test::Wide)) == nullptr);

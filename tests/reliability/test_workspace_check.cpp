@@ -19,38 +19,6 @@ namespace {
 using namespace kbuf_test::workspace_types;
 using counts = Kokkos::View<double*, space>;
 
-/// Sets KBUF_PASSTHROUGH while it lives (allocators read it when they are made).
-class PassthroughEnv {
- public:
-  explicit PassthroughEnv(const char* value) {
-    if (const char* old = std::getenv("KBUF_PASSTHROUGH")) {
-      had_ = true;
-      old_ = old;
-    }
-    ::setenv("KBUF_PASSTHROUGH", value, 1);
-  }
-  ~PassthroughEnv() {
-    if (had_) {
-      ::setenv("KBUF_PASSTHROUGH", old_.c_str(), 1);
-    } else {
-      ::unsetenv("KBUF_PASSTHROUGH");
-    }
-  }
-  PassthroughEnv(const PassthroughEnv&) = delete;
-  PassthroughEnv& operator=(const PassthroughEnv&) = delete;
-
- private:
-  bool had_ = false;
-  std::string old_;
-};
-
-std::vector<double> host(const counts& c) {
-  std::vector<double> h(c.extent(0));
-  Kokkos::deep_copy(
-      Kokkos::View<double*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()), c);
-  return h;
-}
-
 // Team 0 takes `a` (n doubles: a multiple of the alignment, so b follows at once) and `b`
 // (n doubles), fills b with 1, then writes `past` doubles
 // of 7 beyond the end of a (a routine that overruns its work array), in a frame; the other teams
@@ -86,14 +54,14 @@ kbuf::WorkspaceReport run(Alloc& alloc, kbuf::per_team size, int n, int past,
   counts s("seen", past > 0 ? past : 1);
   Kokkos::parallel_for("overrun", policy, Overrun{ws, n, past, s});
   const kbuf::WorkspaceReport r = ws.finish();
-  if (seen != nullptr) *seen = host(s);
+  if (seen != nullptr) *seen = kbuf_test::host_vector(s);
   return r;
 }
 
 }  // namespace
 
 TEST_CASE("workspace check: without check mode a write past a take lands in the next one") {
-  PassthroughEnv off("0");
+  kbuf_test::ScopedEnv off("KBUF_PASSTHROUGH", "0");
   Alloc alloc(1 << 16);
   if (alloc.passthrough() || kbuf::debug_checks_enabled) return;  // check mode by build
   std::vector<double> seen;
@@ -106,7 +74,7 @@ TEST_CASE("workspace check: without check mode a write past a take lands in the 
 TEST_CASE(
     "workspace check: in pass-through mode a write past a take is counted, with its index and "
     "bytes") {
-  PassthroughEnv on("1");
+  kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
   Alloc alloc(1 << 16);
   REQUIRE(alloc.passthrough());
   SUBCASE("in the slot") {

@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <string>
+#include <vector>
 
 namespace kbuf_test {
 
@@ -40,6 +42,47 @@ static_assert(sizeof(Pod12) == 12, "Pod12 must be 12 bytes");
 static_assert(sizeof(Pod32) == 32, "Pod32 must be 32 bytes");
 static_assert(alignof(Wide) == 128 && sizeof(Wide) == 128, "Wide must be 128 bytes, aligned");
 static_assert(alignof(Page) == 4096 && sizeof(Page) == 4096, "Page must be a page, aligned");
+
+/// A host copy of the entries of a rank-1 View in any space (the foreign space too: through
+/// deep_copy).
+template <class T, class... P>
+std::vector<T> host_vector(const Kokkos::View<T*, P...>& v) {
+  std::vector<T> h(v.extent(0));
+  Kokkos::deep_copy(
+      Kokkos::View<T*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()), v);
+  return h;
+}
+
+/// Sets the environment variable `name` to `value` (null: unsets it) while it lives, and puts
+/// back what was there (allocators read KBUF_PASSTHROUGH and KBUF_TOOLS_REPORT when made).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) {
+      had_ = true;
+      old_ = old;
+    }
+    if (value != nullptr) {
+      ::setenv(name, value, 1);
+    } else {
+      ::unsetenv(name);
+    }
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (had_) {
+      ::setenv(name_, old_.c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
 
 /// The memory space the tests' allocators live in: the configured default, or, in the
 /// executables that kbuf_add_test(... FOREIGN) builds a second time with

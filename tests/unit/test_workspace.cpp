@@ -24,14 +24,6 @@ bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-// The host copy of a small counts view.
-std::vector<long long> host(const counts& c) {
-  std::vector<long long> h(c.extent(0));
-  Kokkos::deep_copy(
-      Kokkos::View<long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()), c);
-  return h;
-}
-
 // Each team takes `n` ints, fills them with its league rank (every thread a part), waits, and
 // counts the entries that are not its rank; a slot held by two teams at once shows as errors.
 // `occupancy[slot]` counts the teams inside each slot: above one is a second holder.
@@ -229,7 +221,7 @@ TEST_CASE(
     counts occupancy("occupancy", ws.slots());
     Kokkos::parallel_for("exclusive", policy, Exclusive{ws, 256, errors, occupancy});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto e = host(errors);
+    const auto e = kbuf_test::host_vector(errors);
     CHECK(e[0] == 0);
     CHECK(e[1] == 0);
     CHECK(e[2] == 0);
@@ -237,7 +229,7 @@ TEST_CASE(
     CHECK(r.takes == static_cast<std::size_t>(league));
     CHECK(r.unslotted_arenas == 0);
     CHECK(r.complete());
-    for (const long long o : host(occupancy)) CHECK(o == 0);
+    for (const long long o : kbuf_test::host_vector(occupancy)) CHECK(o == 0);
   }
 }
 
@@ -252,7 +244,7 @@ TEST_CASE(
   counts moved("moved", 1);
   Kokkos::parallel_for("frames", policy, Frames{ws, n, 10, moved});
   const kbuf::WorkspaceReport r = ws.finish();
-  CHECK(host(moved)[0] == 0);
+  CHECK(kbuf_test::host_vector(moved)[0] == 0);
   const std::size_t unit = alloc.alignment() > 64 ? alloc.alignment() : 64;
   const std::size_t one = (n * sizeof(double) + unit - 1) / unit * unit;
   CHECK(r.peak_slot_bytes == 2 * one);  // one iteration's two takes, not ten iterations'
@@ -279,7 +271,7 @@ TEST_CASE(
     counts out("out", 2);
     Kokkos::parallel_for("needs", policy, Needs{ws, small, large, 16, out});
     first = ws.finish();
-    const auto o = host(out);
+    const auto o = kbuf_test::host_vector(out);
     CHECK(o[0] == 0);  // the large ones fell back, and were served
     CHECK(o[1] == 0);  // every take correct
     CHECK(first.complete());
@@ -294,7 +286,7 @@ TEST_CASE(
     counts out("out", 2);
     Kokkos::parallel_for("needs", policy, Needs{ws, small, large, 16, out});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto o = host(out);
+    const auto o = kbuf_test::host_vector(out);
     CHECK(o[0] == 0);
     CHECK(o[1] == 0);
     CHECK(r.complete());
@@ -320,7 +312,7 @@ TEST_CASE("workspace: one rare large need spills instead of making every slot la
     counts out("out", 2);
     Kokkos::parallel_for("rare", policy, Needs{ws, small, large, league, out});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto o = host(out);
+    const auto o = kbuf_test::host_vector(out);
     CHECK(o[0] == 0);
     CHECK(o[1] == 0);
     CHECK(r.complete());
@@ -351,7 +343,7 @@ TEST_CASE("workspace: spilled takes do not overlap, and a frame gives back what 
   counts out("out", 2);
   Kokkos::parallel_for("spills", policy, Spills{ws, small, large, 4, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  const auto o = host(out);
+  const auto o = kbuf_test::host_vector(out);
   CHECK(o[0] == 0);
   CHECK(o[1] == 0);
   CHECK(r.spills == 8);
@@ -372,7 +364,7 @@ TEST_CASE("workspace: per_thread arenas, one per UniqueToken value") {
   counts out("out", 2);
   Kokkos::parallel_for("per_thread", policy, PerThread{ws, token, 64, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  const auto o = host(out);
+  const auto o = kbuf_test::host_vector(out);
   CHECK(o[0] == 0);
   CHECK(o[1] == 0);
   CHECK(r.arenas == 2000);

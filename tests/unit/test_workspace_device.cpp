@@ -21,13 +21,6 @@ namespace {
 using namespace kbuf_test::workspace_types;
 using counts = Kokkos::View<long long*, space>;
 
-std::vector<long long> host(const counts& c) {
-  std::vector<long long> h(c.extent(0));
-  Kokkos::deep_copy(
-      Kokkos::View<long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()), c);
-  return h;
-}
-
 // Each team takes `n` ints (`large` for every `every`-th team) in each of `frames` frames, fills
 // them with its rank through its threads and vector lanes, and checks them after a barrier;
 // occupancy[slot] counts the teams inside a slot. out[0]: wrong entries, out[1]: a second holder
@@ -109,13 +102,14 @@ struct ThreadFill {
   }
 };
 
-// The slots a per_team workspace gets for `policy` (a workspace made and finished at once).
-std::size_t slots_for(Alloc& alloc, const team_policy& policy) {
+// A league of sixteen times the slots a per_team workspace gets for `policy` (made and finished
+// at once to count them), at least 64: every slot is reused many times.
+int league_for(Alloc& alloc, const team_policy& policy) {
   auto scope = alloc.scope();
   auto ws = alloc.workspace(policy, kbuf::per_team{0}, "slots probe");
-  const std::size_t n = ws.slots();
+  const int slots = static_cast<int>(ws.slots());
   (void)ws.finish();
-  return n;
+  return 16 * slots > 64 ? 16 * slots : 64;
 }
 
 // The team sizes and vector lengths this backend allows, among those a GPU run uses.
@@ -151,10 +145,8 @@ TEST_CASE(
     CAPTURE(team);
     CAPTURE(vector);
     const team_policy sizing(alloc.execution_space_instance(), 1 << 20, team, vector);
-    // The slots for a league of any size, then a league of sixteen times that.
-    const std::size_t slots = slots_for(alloc, sizing);
+    const int league = league_for(alloc, sizing);
     auto scope = alloc.scope();
-    const int league = static_cast<int>(16 * slots) > 64 ? static_cast<int>(16 * slots) : 64;
     const team_policy policy(alloc.execution_space_instance(), league, team, vector);
     const std::string label = "device fill " + std::to_string(team) + "x" + std::to_string(vector);
     for (int round = 1; round <= 2; ++round) {
@@ -164,14 +156,14 @@ TEST_CASE(
       counts occupancy("occupancy", ws.slots());
       Kokkos::parallel_for("device fill", policy, Fill{ws, 200, 4000, 97, 3, out, occupancy});
       const kbuf::WorkspaceReport r = ws.finish();
-      const auto o = host(out);
+      const auto o = kbuf_test::host_vector(out);
       CHECK(o[0] == 0);
       CHECK(o[1] == 0);
       CHECK(o[2] == 0);
       CHECK(r.complete());
       CHECK(r.arenas == static_cast<std::size_t>(league));
       CHECK(r.unslotted_arenas == 0);  // never more teams in flight than slots
-      for (const long long x : host(occupancy)) CHECK(x == 0);
+      for (const long long x : kbuf_test::host_vector(occupancy)) CHECK(x == 0);
       if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
       if (round == 2 && ws.slots() > 1) {
         std::printf(
@@ -190,9 +182,8 @@ TEST_CASE(
 TEST_CASE("workspace device: one lane, many spilling teams: the rest fall back, all served") {
   Alloc alloc(1 << 20);
   const team_policy sizing(alloc.execution_space_instance(), 1 << 20, 1);
-  const std::size_t slots = slots_for(alloc, sizing);
+  const int league = league_for(alloc, sizing);
   auto scope = alloc.scope();
-  const int league = static_cast<int>(16 * slots) > 64 ? static_cast<int>(16 * slots) : 64;
   const team_policy policy(alloc.execution_space_instance(), league, 1);
   // Every team spills (1000 x 4 ints do not fit 1 KiB); one lane holds one team's at a time.
   auto ws = alloc.workspace(policy, kbuf::per_team{1024, 1000 * 4 * sizeof(int)}, "one lane");
@@ -201,7 +192,7 @@ TEST_CASE("workspace device: one lane, many spilling teams: the rest fall back, 
   counts occupancy("occupancy", ws.slots());
   Kokkos::parallel_for("one lane", policy, Fill{ws, 1000, 1000, 1, 2, out, occupancy});
   const kbuf::WorkspaceReport r = ws.finish();
-  const auto o = host(out);
+  const auto o = kbuf_test::host_vector(out);
   CHECK(o[0] == 0);
   CHECK(o[1] == 0);
   CHECK(o[2] == 0);
@@ -225,7 +216,7 @@ TEST_CASE("workspace device: per_thread arenas that spill and fall back, all ser
     counts out("out", 2);
     Kokkos::parallel_for("device per thread", policy, ThreadFill{ws, token, 50, 2000, 31, out});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto o = host(out);
+    const auto o = kbuf_test::host_vector(out);
     CHECK(o[0] == 0);
     CHECK(o[1] == 0);
     CHECK(r.complete());

@@ -21,13 +21,6 @@ namespace {
 using namespace kbuf_test::workspace_types;
 using counts = Kokkos::View<long long*, space>;
 
-std::vector<long long> host(const counts& c) {
-  std::vector<long long> h(c.extent(0));
-  Kokkos::deep_copy(
-      Kokkos::View<long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(h.data(), h.size()), c);
-  return h;
-}
-
 // What a kernel does once a take was not served (`arena.ok()` false).
 enum class Shape { return_at_once, break_loop, go_on };
 
@@ -302,7 +295,7 @@ TEST_CASE(
       Kokkos::parallel_for("team shapes", policy,
                            TeamShapes{ws, shape, small, large, every, frames, k, out});
       const kbuf::WorkspaceReport r = ws.finish();
-      const auto o = host(out);
+      const auto o = kbuf_test::host_vector(out);
       CHECK(o[0] == 0);  // every value right
       CHECK(o[1] == 0);  // no take failed: the kernel never left early
       CHECK(o[2] == 0);
@@ -341,7 +334,7 @@ TEST_CASE(
       Kokkos::parallel_for("thread shapes", policy,
                            ThreadShapes{ws, token, shape, small, large, every, out});
       const kbuf::WorkspaceReport r = ws.finish();
-      const auto o = host(out);
+      const auto o = kbuf_test::host_vector(out);
       CHECK(o[0] == 0);
       CHECK(o[1] == 0);
       CHECK(o[2] == 0);
@@ -369,7 +362,7 @@ TEST_CASE("workspace learning: an arena that finds the lane taken is counted onc
   counts out("out", 1);
   Kokkos::parallel_for("missed", policy, MissedLane{ws, n, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  CHECK(host(out)[0] == 0);  // every take served
+  CHECK(kbuf_test::host_vector(out)[0] == 0);  // every take served
   CHECK(r.arenas == 2);
   CHECK(r.unslotted_arenas == 1);
   CHECK(r.spilling_arenas == 2);
@@ -395,7 +388,7 @@ TEST_CASE(
   counts out("out", 1);
   Kokkos::parallel_for("frame loop", policy, FrameLoop{ws, n, iterations, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  CHECK(host(out)[0] == 0);
+  CHECK(kbuf_test::host_vector(out)[0] == 0);
   CHECK(r.complete());
   CHECK(r.takes == static_cast<std::size_t>(8 * iterations));
 }
@@ -410,7 +403,7 @@ TEST_CASE("workspace learning: a take refuses an extent a legacy View of rank 3 
   counts out("out", 1);
   Kokkos::parallel_for("wide", policy, Wide{ws, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  CHECK(host(out)[0] == 0);
+  CHECK(kbuf_test::host_vector(out)[0] == 0);
   CHECK(r.failed_takes == 4);
   CHECK(r.fallbacks == 0);
 }

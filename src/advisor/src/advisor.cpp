@@ -492,6 +492,15 @@ struct Advisor::State {
     return true;
   }
 
+  // Closes the newest span thread `t` opened in `open` (a kernel, a fence): one trace event.
+  void close_span(std::uint32_t t, std::vector<std::pair<std::uint32_t, double>>& open,
+                  TraceEvent::Kind kind) {
+    if (open.empty()) return;
+    const auto [name, t0] = open.back();
+    open.pop_back();
+    add_trace(kind, t, name, t0, now());
+  }
+
   static std::uint64_t key(std::uint32_t t, std::uint32_t s) {
     return (static_cast<std::uint64_t>(t) << 32) | s;
   }
@@ -790,11 +799,7 @@ void Advisor::end_kernel(std::uint64_t handle) {
   State& s = *state_;
   if (s.finished) return;
   const std::uint32_t t = s.thread_id(slot);
-  ThreadState& ts = s.threads[t];
-  if (ts.kernels_open.empty()) return;
-  const auto [name, t0] = ts.kernels_open.back();
-  ts.kernels_open.pop_back();
-  s.add_trace(TraceEvent::kernel, t, name, t0, s.now());
+  s.close_span(t, s.threads[t].kernels_open, TraceEvent::kernel);
 }
 
 void Advisor::push_region(const char* name) {
@@ -859,11 +864,7 @@ void Advisor::end_fence(std::uint64_t handle) {
   State& s = *state_;
   if (s.finished) return;
   const std::uint32_t t = s.thread_id(slot);
-  ThreadState& ts = s.threads[t];
-  if (ts.fences_open.empty()) return;
-  const auto [name, t0] = ts.fences_open.back();
-  ts.fences_open.pop_back();
-  s.add_trace(TraceEvent::fence, t, name, t0, s.now());
+  s.close_span(t, s.threads[t].fences_open, TraceEvent::fence);
 }
 
 void Advisor::begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,
