@@ -184,9 +184,10 @@ TEST_CASE("the advisor's counts are the raw events' counts") {
   CHECK(j.at("deallocations") == o.counts.deallocations);
   CHECK(j.at("bytes") == o.counts.bytes);
   CHECK(j.at("kernels") == o.counts.kernels);
-  for (const auto& [label, n] : o.counts.per_label) {
+  for (const auto& entry : o.counts.per_label) {  // no structured binding: CAPTURE's lambda
+    const std::string& label = entry.first;
     CAPTURE(label);
-    CHECK(label_count(j, label) == n);
+    CHECK(label_count(j, label) == entry.second);
   }
   std::uint64_t prev = UINT64_MAX;
   for (const auto& l : j.at("labels")) {  // most allocations first

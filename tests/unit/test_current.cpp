@@ -143,7 +143,7 @@ TEST_CASE(
           "not be negative");
     const std::size_t huge = std::numeric_limits<std::size_t>::max() / 4;
     const std::string overflow = logic_error_of(
-        [huge] { (void)kbuf::temporary<double**, Kokkos::LayoutRight, space>("big", huge, 3); });
+        [&] { (void)kbuf::temporary<double**, Kokkos::LayoutRight, space>("big", huge, 3); });
     CHECK(overflow.find("kbuf::temporary(\"big\", ") == 0);
     CHECK(overflow.find("overflows size_t") != std::string::npos);
     if (alloc != nullptr) {
