@@ -32,11 +32,8 @@ function(kbuf_add_mpi_test name)
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${arg_RANKS}
                    ${KBUF_MPIEXEC_PREFLAGS} ${executable} ${MPIEXEC_POSTFLAGS} ${arg_COMMAND})
   set_tests_properties(${name} PROPERTIES LABELS mpi PROCESSORS ${arg_RANKS} TIMEOUT 120)
-  if(KBUF_SANITIZERS MATCHES "address")
-    # Open MPI keeps memory until exit, some of it in components it has unloaded by then (whose
-    # frames only the slow unwinder attributes).
-    set_property(TEST ${name} PROPERTY ENVIRONMENT
-      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/mpi/lsan.supp:fast_unwind_on_malloc=0")
+  if(KBUF_MPI_TEST_ENVIRONMENT)  # kbufSanitize.cmake: LeakSanitizer skips Open MPI's memory
+    set_property(TEST ${name} PROPERTY ENVIRONMENT "${KBUF_MPI_TEST_ENVIRONMENT}")
   endif()
   if(arg_PROPERTIES)
     set_tests_properties(${name} PROPERTIES ${arg_PROPERTIES})

@@ -26,6 +26,16 @@ string(REPLACE ";" "," _kbuf_sanitize "${_kbuf_sanitize}")
 # The normalised list, "OFF" when none; read by kbuf's tests (e.g. to register death tests).
 set(KBUF_SANITIZERS "${_kbuf_sanitize}")
 
+# The environment of a test whose program initialises Open MPI (under mpirun or as a singleton):
+# with AddressSanitizer, LeakSanitizer skips what Open MPI keeps until exit (tests/mpi/lsan.supp),
+# some of it in components it has unloaded by then, whose frames only the slow unwinder
+# attributes. Empty without AddressSanitizer.
+set(KBUF_MPI_TEST_ENVIRONMENT)
+if(_kbuf_sanitize MATCHES "address")
+  set(KBUF_MPI_TEST_ENVIRONMENT
+      "LSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/mpi/lsan.supp:fast_unwind_on_malloc=0")
+endif()
+
 if(NOT _kbuf_sanitize STREQUAL "OFF")
   if(NOT _kbuf_sanitize MATCHES "^[a-z-]+(,[a-z-]+)*$")
     message(FATAL_ERROR "kbuf: KBUF_SANITIZE='${KBUF_SANITIZE}' is not ON, OFF or a "
