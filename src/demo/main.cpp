@@ -124,12 +124,8 @@ Options parse(const kbuf_cli::Arguments& args) {
     } else if (arg == "--csv") {
       o.csv = parse_file_name("--csv", next());
     } else if (arg == "--strategy") {
-      const TemporaryPolicy all[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
-                                     TemporaryPolicy::fresh_views_initialized};
-      const std::size_t i =
-          parse_choice("--strategy", next(), {"kbuf", "view-noinit", "view-init", "all"});
-      o.strategies = i == 3 ? std::vector<TemporaryPolicy>(all, all + 3)
-                            : std::vector<TemporaryPolicy>{all[i]};
+      o.strategies = kbuf_tensor::strategies_named(
+          parse_choice("--strategy", next(), kbuf_tensor::strategy_names()));
     } else {
       kbuf_cli::Arguments::unknown(arg);
     }

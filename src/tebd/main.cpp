@@ -163,12 +163,8 @@ Options parse(const kbuf_cli::Arguments& args) {
     } else if (arg == "--chi") {
       o.chi = parse_positive("--chi", next(), max_chi);
     } else if (arg == "--strategy") {
-      const TemporaryPolicy all[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
-                                     TemporaryPolicy::fresh_views_initialized};
-      const std::size_t i =
-          parse_choice("--strategy", next(), {"kbuf", "view-noinit", "view-init", "all"});
-      o.strategies = i == 3 ? std::vector<TemporaryPolicy>(all, all + 3)
-                            : std::vector<TemporaryPolicy>{all[i]};
+      o.strategies = kbuf_tensor::strategies_named(
+          parse_choice("--strategy", next(), kbuf_tensor::strategy_names()));
     } else if (arg == "--threads") {
       o.threads = parse_positive("--threads", next(), 256);
     } else if (arg == "--repeat") {

@@ -5,6 +5,8 @@
 #include <kbuf/sizes.hpp>
 #include <kbuf_advisor/advisor.hpp>
 
+#include "advisor_test_support.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -20,19 +22,7 @@
 
 namespace {
 
-using kbuf_advisor::Advisor;
-using kbuf_advisor::Reason;
-using kbuf_advisor::Results;
-using kbuf_advisor::Settings;
-
-// Distinct fake addresses: the advisor never dereferences them.
-const void* address(std::uintptr_t i) {
-  return reinterpret_cast<const void*>(0x10000 + 64 * i);
-}
-
-std::uint64_t reason(const Results& r, Reason why) {
-  return r.not_served[static_cast<std::size_t>(why)];
-}
+using namespace kbuf_advisor_test;  // Advisor, Results, address(), reason() ...
 
 void kernels(Advisor& a, int n) {
   for (int i = 0; i < n; ++i) a.end_kernel(a.begin_kernel("k"));

@@ -5,6 +5,8 @@
 
 #include <kbuf_advisor/advisor.hpp>
 
+#include "advisor_test_support.hpp"
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -14,19 +16,7 @@
 
 namespace {
 
-using kbuf_advisor::Advisor;
-using kbuf_advisor::Reason;
-using kbuf_advisor::Results;
-using kbuf_advisor::Settings;
-
-// Distinct fake addresses: the advisor never dereferences them.
-const void* address(std::uintptr_t i) {
-  return reinterpret_cast<const void*>(0x10000 + 64 * i);
-}
-
-std::uint64_t reason(const Results& r, Reason why) {
-  return r.not_served[static_cast<std::size_t>(why)];
-}
+using namespace kbuf_advisor_test;  // Advisor, Results, address(), reason() ...
 
 std::uint64_t not_served(const Results& r) {
   std::uint64_t n = 0;

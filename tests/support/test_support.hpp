@@ -53,6 +53,19 @@ std::vector<T> host_vector(const Kokkos::View<T*, P...>& v) {
   return h;
 }
 
+/// The entries of a counter View (a kernel's error counts) that are not zero, as "[1] = 3 [2] = 1";
+/// empty when all are: `CHECK(kbuf_test::nonzero_entries(out) == "")` names the failed counter.
+template <class T, class... P>
+std::string nonzero_entries(const Kokkos::View<T*, P...>& v) {
+  std::string found;
+  const std::vector<T> h = host_vector(v);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    if (h[i] != T())
+      found += (found.empty() ? "[" : " [") + std::to_string(i) + "] = " + std::to_string(h[i]);
+  }
+  return found;
+}
+
 /// Sets the environment variable `name` to `value` (null: unsets it) while it lives, and puts
 /// back what was there (allocators read KBUF_PASSTHROUGH and KBUF_TOOLS_REPORT when made).
 class ScopedEnv {

@@ -271,9 +271,8 @@ TEST_CASE(
     counts out("out", 2);
     Kokkos::parallel_for("needs", policy, Needs{ws, small, large, 16, out});
     first = ws.finish();
-    const auto o = kbuf_test::host_vector(out);
-    CHECK(o[0] == 0);  // the large ones fell back, and were served
-    CHECK(o[1] == 0);  // every take correct
+    // The kernel's error counts: the large ones fell back, and were served; every take correct.
+    CHECK(kbuf_test::nonzero_entries(out) == "");
     CHECK(first.complete());
     CHECK(first.fallbacks == static_cast<std::size_t>(league / 16));
     CHECK(first.fallback_bytes >= static_cast<std::size_t>(league / 16) * large * sizeof(double));
@@ -286,9 +285,7 @@ TEST_CASE(
     counts out("out", 2);
     Kokkos::parallel_for("needs", policy, Needs{ws, small, large, 16, out});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto o = kbuf_test::host_vector(out);
-    CHECK(o[0] == 0);
-    CHECK(o[1] == 0);
+    CHECK(kbuf_test::nonzero_entries(out) == "");
     CHECK(r.complete());
     // Sized for every need: a fallback now only for an arena that found every lane taken.
     CHECK(r.spill_peak <= r.lane_bytes);
@@ -312,9 +309,7 @@ TEST_CASE("workspace: one rare large need spills instead of making every slot la
     counts out("out", 2);
     Kokkos::parallel_for("rare", policy, Needs{ws, small, large, league, out});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto o = kbuf_test::host_vector(out);
-    CHECK(o[0] == 0);
-    CHECK(o[1] == 0);
+    CHECK(kbuf_test::nonzero_entries(out) == "");
     CHECK(r.complete());
     if (round == 1) {
       peak = r.peak_slot_bytes;
@@ -343,9 +338,7 @@ TEST_CASE("workspace: spilled takes do not overlap, and a frame gives back what 
   counts out("out", 2);
   Kokkos::parallel_for("spills", policy, Spills{ws, small, large, 4, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  const auto o = kbuf_test::host_vector(out);
-  CHECK(o[0] == 0);
-  CHECK(o[1] == 0);
+  CHECK(kbuf_test::nonzero_entries(out) == "");
   CHECK(r.spills == 8);
   CHECK(r.spill_bytes == 8 * large * sizeof(double));
   CHECK(r.spill_peak == 2 * large * sizeof(double));
@@ -364,9 +357,7 @@ TEST_CASE("workspace: per_thread arenas, one per UniqueToken value") {
   counts out("out", 2);
   Kokkos::parallel_for("per_thread", policy, PerThread{ws, token, 64, out});
   const kbuf::WorkspaceReport r = ws.finish();
-  const auto o = kbuf_test::host_vector(out);
-  CHECK(o[0] == 0);
-  CHECK(o[1] == 0);
+  CHECK(kbuf_test::nonzero_entries(out) == "");
   CHECK(r.arenas == 2000);
   CHECK(r.takes == 2000);
   CHECK(r.spills == 0);

@@ -156,10 +156,7 @@ TEST_CASE(
       counts occupancy("occupancy", ws.slots());
       Kokkos::parallel_for("device fill", policy, Fill{ws, 200, 4000, 97, 3, out, occupancy});
       const kbuf::WorkspaceReport r = ws.finish();
-      const auto o = kbuf_test::host_vector(out);
-      CHECK(o[0] == 0);
-      CHECK(o[1] == 0);
-      CHECK(o[2] == 0);
+      CHECK(kbuf_test::nonzero_entries(out) == "");
       CHECK(r.complete());
       CHECK(r.arenas == static_cast<std::size_t>(league));
       CHECK(r.unslotted_arenas == 0);  // never more teams in flight than slots
@@ -192,10 +189,7 @@ TEST_CASE("workspace device: one lane, many spilling teams: the rest fall back, 
   counts occupancy("occupancy", ws.slots());
   Kokkos::parallel_for("one lane", policy, Fill{ws, 1000, 1000, 1, 2, out, occupancy});
   const kbuf::WorkspaceReport r = ws.finish();
-  const auto o = kbuf_test::host_vector(out);
-  CHECK(o[0] == 0);
-  CHECK(o[1] == 0);
-  CHECK(o[2] == 0);
+  CHECK(kbuf_test::nonzero_entries(out) == "");
   CHECK(r.complete());
   CHECK(r.spilling_arenas == static_cast<std::size_t>(league));
   CHECK(r.spills + r.fallbacks == static_cast<std::size_t>(2 * league));
@@ -216,9 +210,7 @@ TEST_CASE("workspace device: per_thread arenas that spill and fall back, all ser
     counts out("out", 2);
     Kokkos::parallel_for("device per thread", policy, ThreadFill{ws, token, 50, 2000, 31, out});
     const kbuf::WorkspaceReport r = ws.finish();
-    const auto o = kbuf_test::host_vector(out);
-    CHECK(o[0] == 0);
-    CHECK(o[1] == 0);
+    CHECK(kbuf_test::nonzero_entries(out) == "");
     CHECK(r.complete());
     CHECK(r.arenas == static_cast<std::size_t>(iterations));
     if (round == 1) CHECK(r.spills + r.fallbacks > 0);

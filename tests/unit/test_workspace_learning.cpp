@@ -295,10 +295,8 @@ TEST_CASE(
       Kokkos::parallel_for("team shapes", policy,
                            TeamShapes{ws, shape, small, large, every, frames, k, out});
       const kbuf::WorkspaceReport r = ws.finish();
-      const auto o = kbuf_test::host_vector(out);
-      CHECK(o[0] == 0);  // every value right
-      CHECK(o[1] == 0);  // no take failed: the kernel never left early
-      CHECK(o[2] == 0);
+      // The kernel's error counts: every value right; no take failed: the kernel never left early.
+      CHECK(kbuf_test::nonzero_entries(out) == "");
       CHECK(r.complete());
       CHECK(r.takes == static_cast<std::size_t>(league) * (1 + frames));
       if (round == 1) {
@@ -334,10 +332,7 @@ TEST_CASE(
       Kokkos::parallel_for("thread shapes", policy,
                            ThreadShapes{ws, token, shape, small, large, every, out});
       const kbuf::WorkspaceReport r = ws.finish();
-      const auto o = kbuf_test::host_vector(out);
-      CHECK(o[0] == 0);
-      CHECK(o[1] == 0);
-      CHECK(o[2] == 0);
+      CHECK(kbuf_test::nonzero_entries(out) == "");
       CHECK(r.complete());
       CHECK(r.takes == static_cast<std::size_t>(iterations) * 3);
       if (round == 1) {

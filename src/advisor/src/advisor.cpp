@@ -422,6 +422,17 @@ struct Advisor::State {
     return slot.id;
   }
 
+  // An event of the calling host thread: f(its index) under the lock, or, once the advisor has
+  // finished, nothing (a value-initialised result: 0 for a handle).
+  template <class F>
+  auto on_thread(F&& f) -> decltype(f(std::uint32_t{})) {
+    using R = decltype(f(std::uint32_t{}));
+    const ThreadSlot& slot = this_thread();
+    std::lock_guard<std::mutex> lock(mutex);
+    if (finished) return R();
+    return f(thread_id(slot));
+  }
+
   ThreadState& thread(std::uint32_t t) {
     if (t >= threads.size()) threads.resize(t + 1);
     return threads[t];
@@ -778,126 +789,108 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
 }
 
 std::uint64_t Advisor::begin_kernel(const char* name) {
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return 0;
-  const std::uint32_t t = s.thread_id(slot);
-  ThreadState& ts = s.threads[t];
-  ++ts.kernels;
-  ++s.kernels;
-  ts.kernels_open.emplace_back(s.trace_name(name), s.now());
-  // A kernel may tell that the head lives too long.
-  if (!ts.queue.empty()) s.process(t, false);
-  return s.kernels;
+  return s.on_thread([&](std::uint32_t t) {
+    ThreadState& ts = s.threads[t];
+    ++ts.kernels;
+    ++s.kernels;
+    ts.kernels_open.emplace_back(s.trace_name(name), s.now());
+    // A kernel may tell that the head lives too long.
+    if (!ts.queue.empty()) s.process(t, false);
+    return s.kernels;
+  });
 }
 
 void Advisor::end_kernel(std::uint64_t handle) {
   (void)handle;
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return;
-  const std::uint32_t t = s.thread_id(slot);
-  s.close_span(t, s.threads[t].kernels_open, TraceEvent::kernel);
+  s.on_thread(
+      [&](std::uint32_t t) { s.close_span(t, s.threads[t].kernels_open, TraceEvent::kernel); });
 }
 
 void Advisor::push_region(const char* name) {
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return;
-  const std::uint32_t t = s.thread_id(slot);
-  ThreadState& ts = s.threads[t];
-  ++s.region_pushes;
-  const std::uint32_t id = s.intern(s.regions, s.region_index, "", name);
-  ++s.regions[id].instances;
-  const double now = s.now();
-  if (ts.regions.size() < max_region_depth) {
-    ts.regions.push_back(OpenRegion{id, s.trace_name(name), now, s.held});
-  } else {
-    ts.regions.push_back(OpenRegion{no_region, s.trace_name(name), now, s.held});
-  }
-  if (ts.regions.size() == 1 && t == 0) {  // an outermost region of the first thread: a marker
-    if (s.outer_regions++ % s.marker_stride == 0) {
-      s.markers.push_back(Marker{now, name});
-      if (s.markers.size() > marker_limit) {
-        std::vector<Marker> kept;
-        for (std::size_t i = 0; i < s.markers.size(); i += 2) kept.push_back(s.markers[i]);
-        s.markers = std::move(kept);
-        s.marker_stride *= 2;
+  s.on_thread([&](std::uint32_t t) {
+    ThreadState& ts = s.threads[t];
+    ++s.region_pushes;
+    const std::uint32_t id = s.intern(s.regions, s.region_index, "", name);
+    ++s.regions[id].instances;
+    const double now = s.now();
+    if (ts.regions.size() < max_region_depth) {
+      ts.regions.push_back(OpenRegion{id, s.trace_name(name), now, s.held});
+    } else {
+      ts.regions.push_back(OpenRegion{no_region, s.trace_name(name), now, s.held});
+    }
+    if (ts.regions.size() == 1 && t == 0) {  // an outermost region of the first thread: a marker
+      if (s.outer_regions++ % s.marker_stride == 0) {
+        s.markers.push_back(Marker{now, name});
+        if (s.markers.size() > marker_limit) {
+          std::vector<Marker> kept;
+          for (std::size_t i = 0; i < s.markers.size(); i += 2) kept.push_back(s.markers[i]);
+          s.markers = std::move(kept);
+          s.marker_stride *= 2;
+        }
       }
     }
-  }
+  });
 }
 
 void Advisor::pop_region() {
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return;
-  const std::uint32_t t = s.thread_id(slot);
-  ThreadState& ts = s.threads[t];
-  if (ts.regions.empty()) return;
-  const OpenRegion r = ts.regions.back();
-  ts.regions.pop_back();
-  Named& n = s.regions[r.id];
-  n.peak_held = std::max(n.peak_held, r.peak);
-  s.add_trace(TraceEvent::region, t, r.name, r.t0, s.now());
+  s.on_thread([&](std::uint32_t t) {
+    ThreadState& ts = s.threads[t];
+    if (ts.regions.empty()) return;
+    const OpenRegion r = ts.regions.back();
+    ts.regions.pop_back();
+    Named& n = s.regions[r.id];
+    n.peak_held = std::max(n.peak_held, r.peak);
+    s.add_trace(TraceEvent::region, t, r.name, r.t0, s.now());
+  });
 }
 
 std::uint64_t Advisor::begin_fence(const char* name) {
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return 0;
-  const std::uint32_t t = s.thread_id(slot);
-  ++s.fences;
-  s.threads[t].fences_open.emplace_back(s.trace_name(name), s.now());
-  return s.fences;
+  return s.on_thread([&](std::uint32_t t) {
+    ++s.fences;
+    s.threads[t].fences_open.emplace_back(s.trace_name(name), s.now());
+    return s.fences;
+  });
 }
 
 void Advisor::end_fence(std::uint64_t handle) {
   (void)handle;
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return;
-  const std::uint32_t t = s.thread_id(slot);
-  s.close_span(t, s.threads[t].fences_open, TraceEvent::fence);
+  s.on_thread(
+      [&](std::uint32_t t) { s.close_span(t, s.threads[t].fences_open, TraceEvent::fence); });
 }
 
 void Advisor::begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,
                               const char* src_label, std::uint64_t size) {
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return;
-  const std::uint32_t t = s.thread_id(slot);
-  ++s.copies;
-  s.copy_bytes += size;
-  const std::string to = std::string(dst_label) + " [" + dst_space + "]";
-  const std::string from = std::string(src_label) + " [" + src_space + "]";
-  s.threads[t].copies_open.push_back(
-      ThreadState::Copy{s.now(), size, s.trace_name(to.c_str()), s.trace_name(from.c_str())});
+  s.on_thread([&](std::uint32_t t) {
+    ++s.copies;
+    s.copy_bytes += size;
+    const std::string to = std::string(dst_label) + " [" + dst_space + "]";
+    const std::string from = std::string(src_label) + " [" + src_space + "]";
+    s.threads[t].copies_open.push_back(
+        ThreadState::Copy{s.now(), size, s.trace_name(to.c_str()), s.trace_name(from.c_str())});
+  });
 }
 
 void Advisor::end_deep_copy() {
-  const ThreadSlot& slot = this_thread();
-  std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
-  if (s.finished) return;
-  const std::uint32_t t = s.thread_id(slot);
-  ThreadState& ts = s.threads[t];
-  if (ts.copies_open.empty()) return;
-  const ThreadState::Copy c = ts.copies_open.back();
-  ts.copies_open.pop_back();
-  if (s.add_trace(TraceEvent::deep_copy, t, s.trace_name("deep_copy"), c.t0, s.now())) {
-    TraceEvent& e = s.trace.back();
-    e.bytes = c.bytes;
-    e.to = c.to;
-    e.from = c.from;
-  }
+  s.on_thread([&](std::uint32_t t) {
+    ThreadState& ts = s.threads[t];
+    if (ts.copies_open.empty()) return;
+    const ThreadState::Copy c = ts.copies_open.back();
+    ts.copies_open.pop_back();
+    if (s.add_trace(TraceEvent::deep_copy, t, s.trace_name("deep_copy"), c.t0, s.now())) {
+      TraceEvent& e = s.trace.back();
+      e.bytes = c.bytes;
+      e.to = c.to;
+      e.from = c.from;
+    }
+  });
 }
 
 Results Advisor::finish() {

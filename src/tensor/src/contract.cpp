@@ -36,6 +36,19 @@ const char* to_string(TemporaryPolicy policy) noexcept {
   return "?";
 }
 
+const std::vector<std::string>& strategy_names() {
+  static const std::vector<std::string> names{"kbuf", "view-noinit", "view-init", "all"};
+  return names;
+}
+
+std::vector<TemporaryPolicy> strategies_named(std::size_t i) {
+  constexpr TemporaryPolicy all[] = {TemporaryPolicy::kbuf, TemporaryPolicy::fresh_views,
+                                     TemporaryPolicy::fresh_views_initialized};
+  KBUF_EXPECTS(i < strategy_names().size(), "kbuf_tensor::strategies_named(", i, "): there are ",
+               strategy_names().size(), " strategy names");
+  return i == 3 ? std::vector<TemporaryPolicy>(all, all + 3) : std::vector<TemporaryPolicy>{all[i]};
+}
+
 Labels Labels::parse(const char* list, const char* call) {
   KBUF_EXPECTS(list != nullptr, call, ": a label list is null");
   Labels labels;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 #include <kbuf/kbuf.hpp>
@@ -24,6 +25,14 @@ enum class TemporaryPolicy {
 
 /// "kbuf", "View(noinit)", "View(init)".
 const char* to_string(TemporaryPolicy policy) noexcept;
+
+/// The values of kbuf-demo's and kbuf-tebd's `--strategy`: "kbuf", "view-noinit", "view-init"
+/// and "all".
+const std::vector<std::string>& strategy_names();
+
+/// The strategies of `strategy_names()[i]`: one, or the three (kbuf first) for "all".
+/// @throws kbuf::logic_error for an index past the names.
+std::vector<TemporaryPolicy> strategies_named(std::size_t i);
 
 /// Hands out the temporaries of contractions following one `TemporaryPolicy`, and counts them.
 ///
