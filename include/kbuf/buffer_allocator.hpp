@@ -898,7 +898,8 @@ class BufferAllocator final : private Impl::BufferPolicy {
   Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
   bool passthrough_ = Impl::passthrough_requested();   // read once, when the allocator is made
   std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
-                                                       // construction: every temporary reported
+                                                       // construction and KBUF_TOOLS_REPORT did
+                                                       // not turn reports off
   std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
                                        // addresses (take_exact)
 };

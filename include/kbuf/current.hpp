@@ -229,6 +229,7 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents
   static_assert(std::is_trivially_destructible<T>::value,
                 "kbuf::temporary: the value type must be trivially destructible (temporaries are "
                 "released without running destructors)");
+  KBUF_EXPECTS(label != nullptr, "kbuf::temporary(nullptr, ...): the label is null");
   std::size_t nbytes = 0;
   const bool fast = Impl::fast_byte_count<DataType, U>(nbytes, extents...);
   if (KBUF_IMPL_UNLIKELY(!fast)) {

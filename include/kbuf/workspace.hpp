@@ -126,7 +126,6 @@ namespace Impl {
 struct WorkspaceLearning {
   bool learned = false;
   WorkspaceNeeds needs;
-  std::size_t rounds = 0;                        ///< finish() calls for this label
   std::vector<const unsigned char*> unfinished;  ///< workspaces made and not finished yet
 };
 

@@ -160,8 +160,8 @@ bool print_table(const char* title, const char* const* methods, unsigned run,
     for (int k = 0; k < kbuf_batched::method_count; ++k) {
       if (((run >> k) & 1u) == 0) continue;
       const kbuf_batched::Errors e = kbuf_batched::errors(b, ref, r.x[k]);
-      if (!(e.vs_lapack <= worst.vs_lapack)) worst.vs_lapack = e.vs_lapack;
-      if (!(e.vs_exact <= worst.vs_exact)) worst.vs_exact = e.vs_exact;
+      kbuf_batched::keep_worst(worst.vs_lapack, e.vs_lapack);
+      kbuf_batched::keep_worst(worst.vs_exact, e.vs_exact);
       char buf[96];
       std::snprintf(buf, sizeof buf, "%s%s %.1e/%.1e", per_method.empty() ? "" : ", ", methods[k],
                     e.vs_lapack, e.vs_exact);
@@ -205,7 +205,7 @@ int run(const Options& o) {
   double worst_bound = 0;
   for (int e = 0; e < b.count; ++e) {
     const double bound = kbuf_batched::error_bound(ref.kappa[e], b.m[e], b.n[e]);
-    if (!(bound <= worst_bound)) worst_bound = bound;
+    kbuf_batched::keep_worst(worst_bound, bound);
   }
   std::printf(
       "conditioning: largest kappa(W^1/2 P) %.1f; the tolerance %.0e bounds 10 sqrt(m n) eps "

@@ -80,6 +80,29 @@ TEST_CASE("nested temporaries repeated three times: one buffer, two first-round 
   CHECK(step->peak_held == 3000);
 }
 
+TEST_CASE("labels of several memory spaces: each counted under its own space, found again") {
+  Advisor a(Settings{});
+  const char* spaces[] = {"Host", "Cuda", "CudaUVM", "HIP", "SYCL"};  // a new index each
+  std::uintptr_t next = 1;
+  for (int round = 0; round < 3; ++round) {
+    for (const char* space : spaces) {
+      for (const char* label : {"tmp", "state"}) {
+        a.allocate(space, label, address(next), 256);
+        a.deallocate(space, label, address(next), 256);
+        ++next;
+      }
+    }
+  }
+  const Results r = a.finish();
+  CHECK(r.allocations == 30);
+  REQUIRE(r.labels.size() == 10);
+  for (const kbuf_advisor::Named& n : r.labels) {
+    CAPTURE(n.space);
+    CAPTURE(n.name);
+    CHECK(n.a.count == 3);
+  }
+}
+
 TEST_CASE("an allocation that lives more kernels than the limit is not served") {
   Settings s;
   s.max_kernels = 4;

@@ -66,6 +66,10 @@ TEST_CASE(
   CHECK(before.find("Kokkos is not initialized") != std::string::npos);
 
   Kokkos::initialize();
+  // A hook of the program's own, pushed before the process allocator's, runs after it: by then
+  // the allocator is ended, though Kokkos still counts as initialized.
+  static std::string in_hook = "not run";
+  Kokkos::push_finalize_hook([] { in_hook = refusal(); });
   AllocationCounter counter;                 // loaded before the process allocator is made
   const std::vector<double> plain = work();  // no current allocator: plain Views
   std::vector<double> main_result;
@@ -99,6 +103,7 @@ TEST_CASE(
   CHECK(main_result == plain);
   for (const auto& r : thread_results) CHECK(r == plain);
 
+  CHECK(in_hook.find("Kokkos::finalize ended the process allocator") != std::string::npos);
   const std::string after = refusal();
   CHECK(after.find("kbuf::process_allocator<") != std::string::npos);
   CHECK(after.find("Kokkos::finalize ended the process allocator") != std::string::npos);

@@ -79,8 +79,9 @@ TEST_CASE("KBUF_PASSTHROUGH, read when an allocator is made, turns pass-through 
     CHECK(!other.passthrough());
     CHECK(other.capacity() == 4_KiB);
   }
+  kbuf_test::ScopedEnv unset("KBUF_PASSTHROUGH", nullptr);
   kbuf_test::Alloc plain;
-  CHECK(plain.passthrough() == (KBUF_PASSTHROUGH != 0));
+  CHECK(plain.passthrough() == (KBUF_PASSTHROUGH != 0));  // unset: the configured default
 }
 
 TEST_CASE("in pass-through mode every temporary is its own allocation, freed by its reset") {

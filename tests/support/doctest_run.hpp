@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 namespace kbuf_test {
 
@@ -37,6 +38,11 @@ struct CaseCounter : doctest::IReporter {
 /// Runs the test cases the command line selects; `minimal`: report failures only. Returns the
 /// exit status: doctest's, or 1 when no case matched the filters.
 inline int run_doctest(int argc, char** argv, bool minimal = false) {
+  // No verdict follows the environment or the build's defaults of kbuf's switches, which an
+  // allocator reads when it is made: pass-through off, records for Kokkos Tools on. A test of a
+  // switch sets it itself (kbuf_test::ScopedEnv; null: unset, the configured default).
+  ::setenv("KBUF_PASSTHROUGH", "0", 1);
+  ::setenv("KBUF_TOOLS_REPORT", "1", 1);
   doctest::Context context;
   context.applyCommandLine(argc, argv);
   if (minimal) context.setOption("minimal", true);

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include "tensor_test_support.hpp"
+#include "test_support.hpp"   // tests/support: ScopedEnv
 #include "tool_recorder.hpp"  // tests/instances: Kokkos Tools events
 
 #include <thread>
@@ -238,9 +239,10 @@ TEST_CASE_TEMPLATE("pass-through mode contracts the network to the same bits as 
   for (int rep = 0; rep < 2; ++rep) e_buffer = contract_network(buffered, net, h_buffer);
   REQUIRE(!buffered.passthrough());
 
-  ::setenv("KBUF_PASSTHROUGH", "1", 1);  // read when the allocator is made
-  Alloc pass(1 << 10);
-  ::unsetenv("KBUF_PASSTHROUGH");
+  Alloc pass = [] {
+    const kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");  // read when the allocator is made
+    return Alloc(1 << 10);
+  }();
   REQUIRE(pass.passthrough());
   T e_pass(0);
   for (int rep = 0; rep < 2; ++rep) e_pass = contract_network(pass, net, h_pass);

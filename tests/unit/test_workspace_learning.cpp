@@ -283,31 +283,41 @@ TEST_CASE(
     "no fallback") {
   Alloc alloc(1 << 16);
   const int league = 2000, small = 256, large = 12800, every = 200, frames = 6, k = 12;
-  for (const Shape shape : {Shape::return_at_once, Shape::break_loop, Shape::go_on}) {
-    CAPTURE(name(shape));
-    const team_policy policy(alloc.execution_space_instance(), league, 1);
-    const std::string label = std::string("team shapes ") + name(shape);
-    for (int round = 1; round <= 2; ++round) {
-      CAPTURE(round);
-      auto scope = alloc.scope();
-      auto ws = alloc.workspace(policy, kbuf::per_team{512}, label);  // a guess far too small
-      counts out("out", 3);
-      Kokkos::parallel_for("team shapes", policy,
-                           TeamShapes{ws, shape, small, large, every, frames, k, out});
-      const kbuf::WorkspaceReport r = ws.finish();
-      // The kernel's error counts: every value right; no take failed: the kernel never left early.
-      CHECK(kbuf_test::nonzero_entries(out) == "");
-      CHECK(r.complete());
-      CHECK(r.takes == static_cast<std::size_t>(league) * (1 + frames));
-      if (round == 1) {
-        CHECK(r.fallbacks > 0);  // the guess was too small: served by fallbacks, learned
-        continue;
+  // Teams of one thread, and of as many as the backend allows up to 16 (OpenMP: its threads).
+  const int most_team = team_policy(alloc.execution_space_instance(), 1, 1)
+                            .team_size_max(TeamShapes{}, Kokkos::ParallelForTag());
+  std::vector<int> team_sizes{1};
+  if (most_team > 1) team_sizes.push_back(most_team < 16 ? most_team : 16);
+  for (const int team_size : team_sizes) {
+    for (const Shape shape : {Shape::return_at_once, Shape::break_loop, Shape::go_on}) {
+      CAPTURE(team_size);
+      CAPTURE(name(shape));
+      const team_policy policy(alloc.execution_space_instance(), league, team_size);
+      const std::string label =
+          std::string("team shapes ") + name(shape) + " " + std::to_string(team_size);
+      for (int round = 1; round <= 2; ++round) {
+        CAPTURE(round);
+        auto scope = alloc.scope();
+        auto ws = alloc.workspace(policy, kbuf::per_team{512}, label);  // a guess far too small
+        counts out("out", 3);
+        Kokkos::parallel_for("team shapes", policy,
+                             TeamShapes{ws, shape, small, large, every, frames, k, out});
+        const kbuf::WorkspaceReport r = ws.finish();
+        // The kernel's error counts: every value right; no take failed: the kernel never left
+        // early.
+        CHECK(kbuf_test::nonzero_entries(out) == "");
+        CHECK(r.complete());
+        CHECK(r.takes == static_cast<std::size_t>(league) * (1 + frames));
+        if (round == 1) {
+          CHECK(r.fallbacks > 0);  // the guess was too small: served by fallbacks, learned
+          continue;
+        }
+        CHECK(r.spill_peak <= r.lane_bytes);  // sized for every need
+        CHECK((r.fallbacks == 0 || r.lanes_missed != 0));
+        if (one_thread) CHECK(r.fallbacks == 0);
+        // Less than fixed slots of the largest need, once more than one slot is in flight.
+        if (ws.slots() > 1) CHECK(ws.slot_bytes() < r.peak_slot_bytes);
       }
-      CHECK(r.spill_peak <= r.lane_bytes);  // sized for every need
-      CHECK((r.fallbacks == 0 || r.lanes_missed != 0));
-      if (one_thread) CHECK(r.fallbacks == 0);
-      // Less than fixed slots of the largest need, once more than one slot is in flight.
-      if (ws.slots() > 1) CHECK(ws.slot_bytes() < r.peak_slot_bytes);
     }
   }
 }

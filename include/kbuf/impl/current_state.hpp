@@ -89,18 +89,20 @@ void end_process_pool() noexcept {
   delete pool;
 }
 
-/// The first call of `kbuf::process_allocator` (or the first after a finalize, if Kokkos is
-/// initialized again): makes the pool and pushes its finalize hook.
-/// @throws kbuf::logic_error if Kokkos is not initialized.
+/// The first call of `kbuf::process_allocator`: makes the pool and pushes its finalize hook.
+/// @throws kbuf::logic_error if Kokkos is not initialized, or once `Kokkos::finalize` has ended
+/// the pool (also from a finalize hook: Kokkos is still initialized while they run, and a hook
+/// pushed then would never run).
 template <class MemorySpace>
 KBUF_IMPL_COLD AllocatorPool<MemorySpace>& make_process_pool() {
   ProcessState<MemorySpace>& state = process_state<MemorySpace>();
   std::lock_guard<std::mutex> lock(state.mutex);
   if (AllocatorPool<MemorySpace>* pool = state.pool.load(std::memory_order_acquire)) return *pool;
-  KBUF_EXPECTS(Kokkos::is_initialized(), "kbuf::process_allocator<", space_name<MemorySpace>(),
-               ">(): Kokkos is not initialized",
-               state.ended ? " (Kokkos::finalize ended the process allocator)" : "",
-               "; the process allocator exists between Kokkos::initialize and Kokkos::finalize");
+  KBUF_EXPECTS(
+      Kokkos::is_initialized() && !state.ended, "kbuf::process_allocator<",
+      space_name<MemorySpace>(), ">(): ",
+      state.ended ? "Kokkos::finalize ended the process allocator" : "Kokkos is not initialized",
+      "; the process allocator exists between Kokkos::initialize and Kokkos::finalize");
   using allocator_type = typename AllocatorPool<MemorySpace>::allocator_type;
   auto pool = std::make_unique<AllocatorPool<MemorySpace>>(0, allocator_type::default_alignment,
                                                            "kbuf::process_allocator");

@@ -41,8 +41,9 @@ inline bool tools_report_requested() noexcept {
 
 /// The reporting of one allocator: the space handle, and the address and size of every live
 /// temporary (a tool is told the same pointer and size at the release), by depth. Exists only
-/// while a tool is loaded, so that the allocator keeps no such records otherwise. It has room
-/// for `capacity()` live temporaries; the allocator grows it before a deeper one is acquired.
+/// while a tool is loaded and reports are on (KBUF_TOOLS_REPORT), so that the allocator keeps no
+/// such records otherwise. It has room for `capacity()` live temporaries; the allocator grows it
+/// before a deeper one is acquired.
 class TemporaryReporter {
  public:
   /// For the allocator labelled `label`, with room for `capacity` live temporaries.

@@ -464,7 +464,6 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
   r.unslotted_arenas = sum[Impl::wr_unslotted];
 
   Impl::WorkspaceLearning& learning = *learning_;
-  ++learning.rounds;
   if (r.arenas != 0) {
     // What the arenas needed, and, at this round's slot size, what those that outgrew it asked
     // of a lane (measured, failed and fallback takes included).

@@ -102,20 +102,43 @@ inline double binomial_tail(std::size_t n, double p, std::size_t k) noexcept {
 /// The lanes for `above` spilling arenas out of `arenas`, with `slots` arenas in flight at once:
 /// the fewest for which a spilling arena finds every lane taken (the other slots' arenas
 /// spilling at once, each with the frequency seen) at most `lane_miss_target` of the time;
-/// never more than the spilling arenas or the slots. `miss` receives that probability.
+/// never more than the spilling arenas or the slots. `miss` receives that probability. The
+/// tail is `binomial_tail(slots - 1, p, lanes)`, its CDF extended by one term per lane tried,
+/// so the search costs one step per lane. With `most` lanes tried and none enough, it returns
+/// `most + 1` (a caller that cannot use more lanes stops there).
 inline std::size_t spill_lanes(std::size_t above, std::size_t arenas, std::size_t slots,
-                               double* miss) noexcept {
+                               double* miss, std::size_t most = ~std::size_t(0)) noexcept {
   *miss = 0;
   if (above == 0 || slots == 0) return 0;
   const std::size_t cap = above < slots ? above : slots;
   const double p = static_cast<double>(above) / static_cast<double>(arenas);
+  const std::size_t n = slots - 1;
+  const double lq = std::log1p(-p);
+  const double lratio = std::log(p) - lq;
+  double lpmf = static_cast<double>(n) * lq;  // log P(X = 0), X ~ Binomial(n, p)
+  double lcdf = lpmf;                         // log P(X <= lanes - 1)
   for (std::size_t lanes = 1; lanes <= cap; ++lanes) {
+    if (lanes > most) return lanes;
     // With as many lanes as spilling arenas exist (or slots), none can find them all taken.
-    const double m = lanes == cap ? 0.0 : binomial_tail(slots - 1, p, lanes);
+    double m = 0.0;
+    if (lanes != cap && lanes <= n && p > 0.0) {
+      if (p >= 1.0) {
+        m = 1.0;
+      } else {
+        const double cdf = std::exp(lcdf);
+        m = cdf >= 1.0 ? 0.0 : 1.0 - cdf;
+      }
+    }
     if (m <= lane_miss_target) {
       *miss = m;
       return lanes;
     }
+    // The CDF one term further: P(X <= lanes), as binomial_tail sums it.
+    const std::size_t j = lanes - 1;
+    lpmf += std::log(static_cast<double>(n - j) / static_cast<double>(j + 1)) + lratio;
+    const double hi = lcdf > lpmf ? lcdf : lpmf;
+    const double lo = lcdf > lpmf ? lpmf : lcdf;
+    lcdf = hi + std::log1p(std::exp(lo - hi));
   }
   return cap;
 }
@@ -143,8 +166,17 @@ inline WorkspaceSizes workspace_sizes(const WorkspaceNeeds& needs, std::size_t s
   const auto consider = [&](std::size_t slot, std::size_t n_above, std::size_t lane) {
     WorkspaceSizes s;
     s.slot_bytes = round(slot);
+    const long double base = static_cast<long double>(slots) * s.slot_bytes;
+    // A candidate that holds more than the best so far, with the lanes tried, cannot win.
+    if (chosen && base > best.bytes) return;
+    std::size_t most = ~std::size_t(0);
+    if (chosen && n_above != 0 && lane != 0) {
+      const long double room = (best.bytes - base) / round(lane);
+      if (room < static_cast<long double>(most)) most = static_cast<std::size_t>(room);
+    }
     double miss = 0;
-    s.lanes = spill_lanes(n_above, needs.arenas, slots, &miss);
+    s.lanes = spill_lanes(n_above, needs.arenas, slots, &miss, most);
+    if (s.lanes > most) return;
     s.lane_bytes = s.lanes != 0 ? round(lane) : 0;
     s.miss_probability = miss;
     s.expected_misses = miss * static_cast<double>(n_above);

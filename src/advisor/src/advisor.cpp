@@ -219,10 +219,18 @@ struct Series {
   }
 };
 
-// Names looked up without making a string: each kept once, in storage that does not move.
+// Names looked up without making a string: each kept once, in storage that does not move. The
+// keys point into `text`: a copy would point into the original, so there is none (a vector of
+// them must move them when it grows, though a deque's move may throw).
 struct NameIndex {
   std::deque<std::string> text;
   std::unordered_map<std::string_view, std::uint32_t> index;
+
+  NameIndex() = default;
+  NameIndex(const NameIndex&) = delete;
+  NameIndex& operator=(const NameIndex&) = delete;
+  NameIndex(NameIndex&&) = default;
+  NameIndex& operator=(NameIndex&&) = default;
 
   const std::uint32_t* find(std::string_view name) const {
     const auto found = index.find(name);

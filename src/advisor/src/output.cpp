@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -348,25 +347,28 @@ std::string format_json(const Results& r) {
 
 namespace {
 
-// Appends a number for SVG and JSON text: at most `decimals` decimals, no trailing zeros.
+// Appends a number for SVG and JSON text: at most `decimals` decimals (0 to 6), no trailing
+// zeros, "0" for a value that is not finite or too large to draw. Written by hand: printf
+// follows the program's locale (a decimal comma), and std::to_chars for double needs GCC 11.
 void append_num(std::string& out, double v, int decimals = 1) {
-  char buf[64];
-  const std::to_chars_result r =
-      std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals);
-  if (r.ec != std::errc()) {  // cannot happen for the values drawn here
+  long long scale = 1;
+  for (int i = 0; i < decimals; ++i) scale *= 10;
+  if (!std::isfinite(v) || std::fabs(v) * static_cast<double>(scale) >= 9e18) {
     out += '0';
     return;
   }
-  char* end = r.ptr;
-  if (std::find(buf, end, '.') != end) {
-    while (end[-1] == '0') --end;
-    if (end[-1] == '.') --end;
+  long long q = std::llround(v * static_cast<double>(scale));
+  if (q < 0) {
+    out += '-';
+    q = -q;
   }
-  if (end - buf == 2 && buf[0] == '-' && buf[1] == '0') {
-    out += '0';
-    return;
-  }
-  out.append(buf, end);
+  out += std::to_string(q / scale);
+  std::string fraction = std::to_string(q % scale);
+  if (fraction == "0") return;
+  fraction.insert(0, static_cast<std::size_t>(decimals) - fraction.size(), '0');
+  while (fraction.back() == '0') fraction.pop_back();
+  out += '.';
+  out += fraction;
 }
 
 std::string num(double v, int decimals = 1) {

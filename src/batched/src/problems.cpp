@@ -171,16 +171,13 @@ Errors errors(const Batch& b, const Reference& r, const std::vector<double>& x) 
     for (int c = 0; c < rhs_count; ++c) {
       const std::size_t o = at + static_cast<std::size_t>(c) * n;
       const double err = relative(x.data() + o, r.x.data() + o, n);
-      if (!(err <= out.vs_lapack)) out.vs_lapack = err;  // NaN sticks
-      if (!(err <= here)) here = err;
+      keep_worst(out.vs_lapack, err);
+      keep_worst(here, err);
     }
     const double err = relative(x.data() + at, b.exact.data() + b.c_at[e], n);
-    if (!(err <= out.vs_exact)) out.vs_exact = err;
-    if (!(err <= here)) here = err;
-    if (!(here <= worst)) {
-      worst = here;
-      out.worst_entry = e;
-    }
+    keep_worst(out.vs_exact, err);
+    keep_worst(here, err);
+    if (keep_worst(worst, here)) out.worst_entry = e;
   }
   return out;
 }

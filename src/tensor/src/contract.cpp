@@ -46,7 +46,9 @@ std::vector<TemporaryPolicy> strategies_named(std::size_t i) {
                                      TemporaryPolicy::fresh_views_initialized};
   KBUF_EXPECTS(i < strategy_names().size(), "kbuf_tensor::strategies_named(", i, "): there are ",
                strategy_names().size(), " strategy names");
-  return i == 3 ? std::vector<TemporaryPolicy>(all, all + 3) : std::vector<TemporaryPolicy>{all[i]};
+  // The last name, "all": the three.
+  return i + 1 == strategy_names().size() ? std::vector<TemporaryPolicy>(all, all + 3)
+                                          : std::vector<TemporaryPolicy>{all[i]};
 }
 
 Labels Labels::parse(const char* list, const char* call) {

@@ -310,6 +310,9 @@ struct TeamFit : FitCommon<Space> {
       const int c = i / n, k = i % n;
       out(at + static_cast<std::size_t>(i), method) = X(k, c);
     });
+    // X is read to the end before the caller's frame gives its memory to the next solver (a
+    // kbuf frame's end is a barrier too; the bump takes' is not).
+    team.team_barrier();
   }
 
   // Householder QR of W^1/2 P, Q^T W^1/2 F, R x = (Q^T W^1/2 F)(0:n).

@@ -6,6 +6,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -112,6 +113,14 @@ inline constexpr double tolerance = 1e-10;
 double error_bound(double kappa, int m, int n);
 
 /// The largest relative errors of a set of fits (host copy, stored like Reference::x).
+/// Makes `worst` the larger of it and `value`, a NaN in either the result, and says whether it
+/// changed: a NaN once seen stays (`!(value <= worst)` alone would let a later number replace it).
+inline bool keep_worst(double& worst, double value) {
+  if (std::isnan(worst) || value <= worst) return false;
+  worst = value;
+  return true;
+}
+
 struct Errors {
   double vs_lapack = 0;  ///< max over entries and rhs of |x - x_lapack| / |x_lapack|
   double vs_exact = 0;   ///< max over entries of |x_f0 - exact| / |exact|
