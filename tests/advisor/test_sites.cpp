@@ -293,7 +293,8 @@ TEST_CASE("the memory series: a peak is drawn only where it was held") {
     CHECK(c.temporaries_min <= c.temporaries_max);
     if (c.held_max >= (1u << 20)) peak_time += c.end - c.begin;
   }
-  CHECK(peak_time <= 4 * r.series_width);
+  // Each peak in one column, or two where its allocation and its free fall in neighbours.
+  CHECK(peak_time <= 8 * r.series_width * (1 + 1e-9));
   CHECK(r.series.back().held_last == 0);
   // The picture: the top (1 MiB) is drawn over at most a few pixels of its 830 per peak.
   const std::string svg = kbuf_advisor::format_svg(r);
