@@ -959,6 +959,7 @@ struct Advisor::State {
         site.cumulative_capacity += sr.replay().next_capacity();
         site.cumulative_allocations_avoided += sr.allocations_avoided();
         site.first_round_fallbacks += sr.replay().first_round_fallbacks();
+        site.cumulative_fallbacks += sr.replay().policy().counters().fallbacks;
         site.cumulative_regrows += sr.replay().policy().counters().regrows;
       }
       out.sites.push_back(site);

@@ -200,20 +200,21 @@ std::string format_report(const Results& r) {
     o << "\n== Call sites to change first (take these with kbuf::temporary in a kbuf::scope), most "
          "allocations avoided first:\n   what a buffer for the site alone would do, and one for "
          "it and every site above it together\n";
-    o << printf_string("  %3s %11s %9s %10s  %10s %11s %9s %9s  %s\n", "", "allocations",
-                       "avoided", "buffer", "together:", "first-round", "", "avoided",
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s  %s\n", "", "allocations",
+                       "avoided", "buffer", "together:", "fallbacks", "", "avoided",
                        "site [space]");
-    o << printf_string("  %3s %11s %9s %10s  %10s %11s %9s %9s\n", "", "", "alone", "alone",
-                       "buffer", "fallbacks", "regrowths", "");
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s\n", "", "", "alone", "alone",
+                       "buffer", "(first round)", "regrowths", "");
     for (std::size_t i = 0; i < r.sites.size() && i < top; ++i) {
       const Site& x = r.sites[i];
-      o << printf_string("  %2zu. %11llu %9lld %10s  %10s %11llu %9llu %9lld  '%s' [%s]\n", i + 1,
+      const std::string fallbacks = std::to_string(x.cumulative_fallbacks) + " (" +
+                                    std::to_string(x.first_round_fallbacks) + ")";
+      o << printf_string("  %2zu. %11llu %9lld %10s  %10s %13s %9llu %9lld  '%s' [%s]\n", i + 1,
                          static_cast<unsigned long long>(x.count),
                          static_cast<long long>(x.allocations_avoided),
                          human_bytes(static_cast<double>(x.capacity)).c_str(),
                          human_bytes(static_cast<double>(x.cumulative_capacity)).c_str(),
-                         static_cast<unsigned long long>(x.first_round_fallbacks),
-                         static_cast<unsigned long long>(x.cumulative_regrows),
+                         fallbacks.c_str(), static_cast<unsigned long long>(x.cumulative_regrows),
                          static_cast<long long>(x.cumulative_allocations_avoided),
                          clean(x.label).c_str(), clean(x.space).c_str());
     }
@@ -379,6 +380,7 @@ std::string format_json(const Results& r) {
                     {"temporaries", x.temporaries},
                     {"alone_first_round_fallbacks", x.fallbacks},
                     {"cumulative_allocations_avoided", x.cumulative_allocations_avoided},
+                    {"cumulative_fallbacks", x.cumulative_fallbacks},
                     {"cumulative_regrows", x.cumulative_regrows}});
   }
   j["sites_detail"] = {{"sites", more},

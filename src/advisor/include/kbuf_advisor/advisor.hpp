@@ -133,6 +133,7 @@ struct Site {
   std::size_t cumulative_capacity = 0;   ///< the buffer this site and those above need
   std::int64_t cumulative_allocations_avoided = 0;  ///< by that buffer
   std::uint64_t first_round_fallbacks = 0;          ///< that buffer's first-round fallbacks
+  std::uint64_t cumulative_fallbacks = 0;           ///< that buffer's fallbacks in all
   std::uint64_t cumulative_regrows = 0;             ///< that buffer's regrowths
 };
 
