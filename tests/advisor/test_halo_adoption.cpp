@@ -85,9 +85,8 @@ TEST_CASE("the two halo sites together need the buffer a real adoption holds") {
   // makes and reports with a size of its own; adopted, they are temporaries of zero extent,
   // which take nothing. The same run without them:
   {
-    const kbuf_advisor::Results empty = advise([] {
-      const Kokkos::View<double**, Kokkos::LayoutRight, Space> v("empty", 0, 0);
-    });
+    const kbuf_advisor::Results empty =
+        advise([] { const Kokkos::View<double**, Kokkos::LayoutRight, Space> v("empty", 0, 0); });
     REQUIRE(empty.allocations == 1);
     left_out = empty.bytes;
   }
@@ -130,11 +129,10 @@ TEST_CASE("the two halo sites together need the buffer a real adoption holds") {
   MESSAGE("the advisor on the released library: the halo sites together need ",
           both.cumulative_capacity, " bytes, ", both.cumulative_fallbacks, " fallbacks (",
           both.first_round_fallbacks, " in the first round), ", both.cumulative_regrows,
-          " regrowths; without its empty buffers ",
-          nonempty.cumulative_capacity, " bytes, ", nonempty.cumulative_fallbacks, " (",
-          nonempty.first_round_fallbacks, "), ", nonempty.cumulative_regrows,
-          "; the adopted library: ", alloc.capacity(), " bytes, ", s.fallbacks, " fallbacks (",
-          first_round_fallbacks, "), ", s.regrows, " regrowths");
+          " regrowths; without its empty buffers ", nonempty.cumulative_capacity, " bytes, ",
+          nonempty.cumulative_fallbacks, " (", nonempty.first_round_fallbacks, "), ",
+          nonempty.cumulative_regrows, "; the adopted library: ", alloc.capacity(), " bytes, ",
+          s.fallbacks, " fallbacks (", first_round_fallbacks, "), ", s.regrows, " regrowths");
   CHECK(both.cumulative_capacity == alloc.capacity());
   CHECK(both.cumulative_regrows == s.regrows);
   CHECK(both.cumulative_fallbacks >= s.fallbacks);

@@ -329,7 +329,7 @@ TEST_CASE("the memory series: a peak is drawn only where it was held") {
 TEST_CASE("region labels in the picture never overprint one another") {
   Advisor a(Settings{});
   const char* names[] = {"Cabana::Gather", "Cabana::Scatter", "neighbor list rebuild",
-                         "force", "integrate", "output"};
+                         "force",          "integrate",       "output"};
   for (int i = 0; i < 40; ++i) {
     a.push_region(names[i % 6]);
     a.allocate("Host", "tmp", address(1), 64);
@@ -345,8 +345,8 @@ TEST_CASE("region labels in the picture never overprint one another") {
     double x0, x1, y;
   };
   std::vector<Box> boxes;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label);
-       it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator();
+       ++it) {
     const double x = std::stod((*it)[1]);
     boxes.push_back(Box{x, x + std::stod((*it)[3]), std::stod((*it)[2])});
   }
@@ -354,8 +354,8 @@ TEST_CASE("region labels in the picture never overprint one another") {
   for (std::size_t i = 0; i < boxes.size(); ++i) {
     CHECK(boxes[i].x1 <= 960 - 40);  // inside the plot
     for (std::size_t j = i + 1; j < boxes.size(); ++j) {
-      const bool apart = boxes[i].y != boxes[j].y || boxes[i].x1 <= boxes[j].x0 ||
-                         boxes[j].x1 <= boxes[i].x0;
+      const bool apart =
+          boxes[i].y != boxes[j].y || boxes[i].x1 <= boxes[j].x0 || boxes[j].x1 <= boxes[i].x0;
       CHECK(apart);
     }
   }

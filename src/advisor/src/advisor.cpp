@@ -159,10 +159,10 @@ std::uint64_t Results::served() const noexcept {
 
 namespace {
 
-constexpr std::uint32_t no_region = 0;       // regions[0]: outside every region
+constexpr std::uint32_t no_region = 0;          // regions[0]: outside every region
 constexpr std::uint64_t series_columns = 2048;  // columns over the run (their width doubles)
-constexpr double first_column_width = 1e-6;  // seconds
-constexpr std::size_t round_limit = 4096;    // tokens of a round cut where the stack never empties
+constexpr double first_column_width = 1e-6;     // seconds
+constexpr std::size_t round_limit = 4096;  // tokens of a round cut where the stack never empties
 constexpr std::size_t marker_limit = 128;
 constexpr std::size_t max_threads = 1024;  // at once; beyond, the rest share the last slot
 constexpr std::size_t max_region_depth = 64;
@@ -982,12 +982,13 @@ struct Advisor::State {
         if (n.space == a.space && n.name == a.label) a.left = n.a.count;
       }
       for (const Site& site : out.sites) {
-        if (site.space == a.space && site.label == a.label) a.left_avoidable = site.allocations_avoided;
+        if (site.space == a.space && site.label == a.label)
+          a.left_avoidable = site.allocations_avoided;
       }
     }
-    std::stable_sort(out.adopted.begin(), out.adopted.end(), [](const Adopted& x, const Adopted& y) {
-      return x.temporaries > y.temporaries;
-    });
+    std::stable_sort(
+        out.adopted.begin(), out.adopted.end(),
+        [](const Adopted& x, const Adopted& y) { return x.temporaries > y.temporaries; });
   }
 };
 

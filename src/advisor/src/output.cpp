@@ -200,9 +200,8 @@ std::string format_report(const Results& r) {
     o << "\n== Call sites to change first (take these with kbuf::temporary in a kbuf::scope), most "
          "allocations avoided first:\n   what a buffer for the site alone would do, and one for "
          "it and every site above it together\n";
-    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s  %s\n", "", "allocations",
-                       "avoided", "buffer", "together:", "fallbacks", "", "avoided",
-                       "site [space]");
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s  %s\n", "", "allocations", "avoided",
+                       "buffer", "together:", "fallbacks", "", "avoided", "site [space]");
     o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s\n", "", "", "alone", "alone",
                        "buffer", "(first round)", "regrowths", "");
     for (std::size_t i = 0; i < r.sites.size() && i < top; ++i) {
@@ -222,15 +221,15 @@ std::string format_report(const Results& r) {
     if (more + r.sites_left_out != 0) {
       o << "  (" << more + r.sites_left_out << " more sites";
       if (r.sites_left_out != 0) {
-        o << "; " << r.sites_left_out << " of them past KBUF_ADVISOR_SITES="
-          << r.settings.sites << ", without replays of their own";
+        o << "; " << r.sites_left_out << " of them past KBUF_ADVISOR_SITES=" << r.settings.sites
+          << ", without replays of their own";
       }
       o << ")\n";
     }
     if (r.site_stream_temporaries < r.served()) {
-      o << "  the replays of sites together cover the first " << r.site_stream_temporaries
-        << " of " << r.served() << " temporaries (KBUF_ADVISOR_SITE_EVENTS="
-        << r.settings.site_events << ")\n";
+      o << "  the replays of sites together cover the first " << r.site_stream_temporaries << " of "
+        << r.served() << " temporaries (KBUF_ADVISOR_SITE_EVENTS=" << r.settings.site_events
+        << ")\n";
     }
   }
   if (!r.adopted.empty()) {
@@ -621,8 +620,7 @@ std::string format_svg(const Results& r) {
       }
       last_y = y;
     }
-    d += " L" + num(left + pw) + "," + num(last_y) + " L" + num(left + pw) + "," + num(Y(0)) +
-         " Z";
+    d += " L" + num(left + pw) + "," + num(last_y) + " L" + num(left + pw) + "," + num(Y(0)) + " Z";
     o += "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"/>\n";
   };
   area(&Band::hmax, "#b3cbe3");
@@ -688,8 +686,8 @@ std::string format_svg(const Results& r) {
   if (!r.markers.empty()) {
     std::string note = "region starts";
     if (r.outer_regions > r.markers.size()) {
-      note += " (" + std::to_string(r.markers.size()) + " of " + std::to_string(r.outer_regions) +
-              ")";
+      note +=
+          " (" + std::to_string(r.markers.size()) + " of " + std::to_string(r.outer_regions) + ")";
     }
     o += "<line x1=\"" + num(lx + 690) + "\" y1=\"" + num(ly - 9) + "\" x2=\"" + num(lx + 690) +
          "\" y2=\"" + num(ly + 1) +

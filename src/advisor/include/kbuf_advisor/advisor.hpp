@@ -125,12 +125,12 @@ struct SeriesColumn {
 /// buffer serving it would do: alone, and together with every site above it in Results::sites.
 struct Site {
   std::string space, label;
-  std::uint64_t count = 0, bytes = 0;    ///< the site's allocations
-  std::uint64_t temporaries = 0;         ///< of those, temporaries the replay serves
-  std::int64_t allocations_avoided = 0;  ///< by a buffer for this site alone
-  std::size_t capacity = 0;              ///< that buffer's capacity
-  std::uint64_t fallbacks = 0;           ///< that buffer's first-round fallbacks
-  std::size_t cumulative_capacity = 0;   ///< the buffer this site and those above need
+  std::uint64_t count = 0, bytes = 0;               ///< the site's allocations
+  std::uint64_t temporaries = 0;                    ///< of those, temporaries the replay serves
+  std::int64_t allocations_avoided = 0;             ///< by a buffer for this site alone
+  std::size_t capacity = 0;                         ///< that buffer's capacity
+  std::uint64_t fallbacks = 0;                      ///< that buffer's first-round fallbacks
+  std::size_t cumulative_capacity = 0;              ///< the buffer this site and those above need
   std::int64_t cumulative_allocations_avoided = 0;  ///< by that buffer
   std::uint64_t first_round_fallbacks = 0;          ///< that buffer's first-round fallbacks
   std::uint64_t cumulative_fallbacks = 0;           ///< that buffer's fallbacks in all
@@ -144,7 +144,7 @@ struct Adopted {
   std::string allocator;  ///< the record space, "kbuf:<allocator label>"
   std::string label;      ///< the temporary's label
   std::uint64_t temporaries = 0, bytes = 0, held = 0, peak_held = 0;
-  std::uint64_t left = 0;  ///< allocations of the program under this label and space
+  std::uint64_t left = 0;           ///< allocations of the program under this label and space
   std::int64_t left_avoidable = 0;  ///< of those, avoided by a buffer for the site alone
 };
 
@@ -188,9 +188,9 @@ struct Results {
   std::vector<Adopted> adopted;      ///< most temporaries first
   std::vector<SeriesColumn> series;  ///< columns in which something changed, in time order
   double series_width = 0;           ///< seconds per column
-  std::vector<Marker> markers;      ///< starts of outermost regions (a sample if many)
-  std::uint64_t outer_regions = 0;  ///< outermost regions of the first thread, in all
-  std::vector<std::string> names;   ///< trace names
+  std::vector<Marker> markers;       ///< starts of outermost regions (a sample if many)
+  std::uint64_t outer_regions = 0;   ///< outermost regions of the first thread, in all
+  std::vector<std::string> names;    ///< trace names
   std::vector<TraceEvent> trace;
   std::uint64_t trace_dropped = 0;
   std::size_t peak_pending = 0;  ///< most events in one host thread's queue
