@@ -847,16 +847,9 @@ struct Advisor::State {
         lt = c.tlast;
         lh = c.hlast;
       }
-      SeriesColumn col;
-      col.begin = std::min(end, static_cast<double>(all[i].index) * column_width);
-      col.end = std::min(end, static_cast<double>(all[i].index + 1) * column_width);
-      col.temporaries_min = tmin;
-      col.temporaries_max = tmax;
-      col.temporaries_last = temp;
-      col.held_min = hmin;
-      col.held_max = hmax;
-      col.held_last = held;
-      out.push_back(col);
+      const double begin = static_cast<double>(all[i].index) * column_width;
+      out.push_back(SeriesColumn{std::min(end, begin), std::min(end, begin + column_width), tmin,
+                                 tmax, temp, hmin, hmax, held});
       i = j;
     }
     return out;
