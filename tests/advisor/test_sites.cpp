@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstdint>
 #include <random>
-#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -117,6 +116,32 @@ Real adopt(const std::vector<Op>& ops, const std::set<std::string>& adopted) {
                       ? kbuf::buffer_size(alloc.high_water_mark())
                       : alloc.capacity();
   return real;
+}
+
+// The "x,y" pairs of an SVG path's d attribute: each run of digits and dots followed by a comma
+// and a second such run.
+std::vector<std::pair<double, double>> points_of(const std::string& d) {
+  const auto number_char = [](char c) { return (c >= '0' && c <= '9') || c == '.'; };
+  std::vector<std::pair<double, double>> points;
+  std::size_t i = 0;
+  while (i < d.size()) {
+    if (!number_char(d[i])) {
+      ++i;
+      continue;
+    }
+    std::size_t x_end = i;
+    while (x_end < d.size() && number_char(d[x_end])) ++x_end;
+    std::size_t y_end = x_end + 1;
+    while (y_end < d.size() && number_char(d[y_end])) ++y_end;
+    if (x_end < d.size() && d[x_end] == ',' && y_end > x_end + 1) {
+      points.emplace_back(std::stod(d.substr(i, x_end - i)),
+                          std::stod(d.substr(x_end + 1, y_end - x_end - 1)));
+      i = y_end;
+    } else {
+      i = x_end;
+    }
+  }
+  return points;
 }
 
 }  // namespace
@@ -298,19 +323,16 @@ TEST_CASE("the memory series: a peak is drawn only where it was held") {
   CHECK(r.series.back().held_last == 0);
   // The picture: the top (1 MiB) is drawn over at most a few pixels of its 830 per peak.
   const std::string svg = kbuf_advisor::format_svg(r);
-  const std::regex path("<path d=\"([^\"]*)\"");
-  const std::regex point("([0-9.]+),([0-9.]+)");
   std::vector<std::vector<std::pair<double, double>>> paths;
   double top = 1e9;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), path); it != std::sregex_iterator();
-       ++it) {
-    const std::string d = (*it)[1];
-    paths.emplace_back();
-    for (auto p = std::sregex_iterator(d.begin(), d.end(), point); p != std::sregex_iterator();
-         ++p) {
-      paths.back().emplace_back(std::stod((*p)[1]), std::stod((*p)[2]));
-      top = std::min(top, paths.back().back().second);
-    }
+  const std::string open = "<path d=\"";
+  for (std::size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at)) {
+    at += open.size();
+    const std::size_t end = svg.find('"', at);
+    REQUIRE(end != std::string::npos);
+    paths.push_back(points_of(svg.substr(at, end - at)));
+    for (const auto& p : paths.back()) top = std::min(top, p.second);
+    at = end;
   }
   double at_top = 0;  // the widest a path is drawn at the top
   for (const auto& pts : paths) {
