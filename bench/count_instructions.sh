@@ -29,9 +29,9 @@ total() {  # total() SECTION STRATEGY N -> instructions of the whole run
 for section in round pair threads; do
   if [ "$section" = pair ]; then per=1; else per=8; fi
   if [ "$section" = round ]; then
-    strategies="floor floor-extents bump kbuf pmr-monotonic kokkos_malloc managed-noinit managed"
+    strategies="floor floor-extents bump kbuf kbuf-view-type kbuf-temporary pmr-monotonic kokkos_malloc managed-noinit managed"
   elif [ "$section" = pair ]; then
-    strategies="floor floor-extents bump kbuf kbuf-scope pmr-monotonic kokkos_malloc managed-noinit managed"
+    strategies="floor floor-extents bump kbuf kbuf-scope kbuf-view-type kbuf-temporary pmr-monotonic kokkos_malloc managed-noinit managed"
   else
     strategies="kbuf-pool kbuf-pool-each kbuf-thread-local pmr-monotonic-tl tbb-scalable mimalloc malloc jemalloc pmr-sync kokkos-memorypool managed-noinit"
   fi

@@ -90,6 +90,7 @@ const char* describe(const std::string& name) {
   if (name == "kbuf") return "BufferAllocator";
   if (name == "kbuf-scope") return "BufferAllocator, Scope";
   if (name == "kbuf-temporary") return "kbuf::temporary in kbuf::scope";
+  if (name == "kbuf-view-type") return "allocate, as the plain View type";
   if (name == "managed") return "View(label, n...)";
   if (name == "managed-noinit") return "View(view_alloc(WithoutInit.))";
   if (name == "kokkos_malloc") return "kokkos_malloc/free + unmanaged";
@@ -148,6 +149,7 @@ void section_round(Context& c) {
   Allocator& alloc = *alloc_ptr;
   auto kb = std::make_unique<KbufPolicy<true>>(alloc);
   auto kt = std::make_unique<TemporaryPolicy>(alloc);
+  auto kv = std::make_unique<ViewTypePolicy>(alloc);
   auto managed = std::make_unique<ManagedPolicy<true>>();
   auto noinit = std::make_unique<ManagedPolicy<false>>();
   auto km = std::make_unique<KokkosMallocPolicy>(MixedShapes::count);
@@ -160,6 +162,7 @@ void section_round(Context& c) {
   st.push_back(make_contender("floor", n, [&] { mixed_round(*floor, shapes); }));
   st.push_back(make_contender("kbuf", n, [&] { mixed_round(*kb, shapes); }));
   st.push_back(make_contender("kbuf-temporary", n, [&] { mixed_round(*kt, shapes); }));
+  st.push_back(make_contender("kbuf-view-type", n, [&] { mixed_round(*kv, shapes); }));
   st.push_back(make_contender("managed", n, [&] { mixed_round(*managed, shapes); }));
   st.push_back(make_contender("managed-noinit", n, [&] { mixed_round(*noinit, shapes); }));
   st.push_back(make_contender("kokkos_malloc", n, [&] { mixed_round(*km, shapes); }));
@@ -295,6 +298,7 @@ std::vector<Contender> measure_uniform(Context& c, const char* section, const Un
   auto kb = std::make_unique<KbufPolicy<false>>(alloc);
   auto kbs = std::make_unique<KbufPolicy<true>>(alloc);
   auto kt = std::make_unique<TemporaryPolicy>(alloc);
+  auto kv = std::make_unique<ViewTypePolicy>(alloc);
   auto managed = std::make_unique<ManagedPolicy<true>>();
   auto noinit = std::make_unique<ManagedPolicy<false>>();
   auto km = std::make_unique<KokkosMallocPolicy>(s.count);
@@ -311,6 +315,7 @@ std::vector<Contender> measure_uniform(Context& c, const char* section, const Un
   if (with_reference_variants) {
     st.push_back(make_contender("kbuf-scope", n, [&] { uniform_round(*kbs, s, u); }));
     st.push_back(make_contender("kbuf-temporary", n, [&] { uniform_round(*kt, s, m); }));
+    st.push_back(make_contender("kbuf-view-type", n, [&] { uniform_round(*kv, s, m); }));
   }
   st.push_back(make_contender("managed", n, [&] { uniform_round(*managed, s, m); }));
   st.push_back(make_contender("managed-noinit", n, [&] { uniform_round(*noinit, s, m); }));

@@ -209,6 +209,29 @@ class KbufPolicy {
   Allocator* a_;
 };
 
+/// `alloc.allocate` handed out as the plain (managed) View type a library's members have: the
+/// part of kbuf::temporary's cost that is the View type's, not the drop-in's.
+class ViewTypePolicy {
+ public:
+  template <class D, class L>
+  using view_t = managed_view<D, L>;
+  using Mark = Allocator::Scope;
+
+  explicit ViewTypePolicy(Allocator& a) : a_(&a) {}
+  Mark begin() { return a_->scope(); }
+  void end(Mark&) {}
+  template <class D, class L, class... E>
+  view_t<D, L> make(std::size_t, E... extents) {
+    return wrap<view_t<D, L>>(
+        a_->template allocate<D, L>(static_cast<std::size_t>(extents)...).data(), extents...);
+  }
+  template <class V>
+  void release_slots(V*, std::size_t) {}
+
+ private:
+  Allocator* a_;
+};
+
 /// What a library that adopted kbuf pays: `kbuf::temporary` of the library's owner inside a
 /// `kbuf::scope` of it, under a `kbuf::use` guard of the allocator made when the policy is made.
 /// The Views are the plain (managed) type a library's members have; served by the allocator,

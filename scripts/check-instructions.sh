@@ -12,9 +12,10 @@
 # cancel out (bench/count_instructions.sh does the same for every strategy). Fails if kbuf
 # needs more instructions per temporary than pmr-monotonic in either section.
 #
-# The threaded section's round (one thread) is counted the same way: kbuf-pool (pool.local()
-# once per round) must need no more instructions per temporary than the cheapest general-purpose
-# allocator this build runs (glibc malloc, and mimalloc, jemalloc and TBB's scalable allocator
+# The threaded section's round (one thread) is counted the same way: kbuf-pool-each
+# (pool.local() for every temporary) must need at most 1.5 times kbuf-pool's instructions per
+# temporary, and kbuf-pool (pool.local() once per round) no more than the cheapest
+# general-purpose allocator this build runs (glibc malloc, and mimalloc, jemalloc and TBB's scalable allocator
 # where their -dev packages are installed; the script installs them).
 #
 # Installs valgrind with apt-get when missing. Environment:
@@ -71,6 +72,21 @@ for spec in round:8 pair:1; do
   fi
   printf '  %-6s kbuf %8s   pmr-monotonic %8s   %s\n' "$section" "$k" "$p" "$verdict"
 done
+
+# What a library's kbuf::temporary in its scope costs beside allocate (printed, not a guard).
+t=$(per_temp round kbuf-temporary 8)
+printf '  round  kbuf-temporary %8s   (%s x kbuf)\n' "$t" \
+  "$(awk -v t="$t" -v k="$(per_temp round kbuf 8)" 'BEGIN { printf "%.2f", t / k }')"
+
+# pool.local() for every temporary costs at most 1.5 times a held allocator.
+pe=$(per_temp threads kbuf-pool-each 8)
+po=$(per_temp threads kbuf-pool 8)
+verdict=ok
+if awk -v e="$pe" -v o="$po" 'BEGIN { exit !(e > 1.5 * o) }'; then
+  verdict="FAILED: pool.local() per temporary needs more than 1.5 x kbuf-pool"
+  failed=1
+fi
+printf '  %-6s kbuf-pool-each %8s   kbuf-pool %8s   %s\n' threads "$pe" "$po" "$verdict"
 
 # The threaded round on one thread: kbuf-pool against the cheapest general-purpose allocator.
 # Those take 10-100 times kbuf's instructions per temporary: a tenth of the rounds is enough.

@@ -652,19 +652,21 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // - The extent checks are one test (Impl::fast_byte_count), which also bounds the byte count
   //   below 2^62 so that no address computed here can overflow.
   // What is left per temporary: align the top, compare with the limit, store it, count it.
+  // `label` names the temporary's Kokkos Tools record (null: "temporary"); a reporter sends every
+  // temporary to acquire_slow, which hands it over.
   template <std::size_t TypeAlignment>
-  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes) {
+  KBUF_IMPL_ALWAYS_INLINE void* acquire(std::size_t nbytes, const char* label = nullptr) {
     // Below fast_alignment, fast_end_ is 0; beyond it, a type may be aligned beyond alignment_
     // and pad more than the need's formula here assumes.
     if constexpr (TypeAlignment > fast_alignment) {
       if (KBUF_IMPL_UNLIKELY(align_mask_ < TypeAlignment - 1)) {
-        return acquire_slow(nbytes, TypeAlignment);
+        return acquire_slow(nbytes, TypeAlignment, label);
       }
     }
     // The base is aligned to alignment_, so aligning the address aligns the offset too.
     const std::uintptr_t p = (top_ + align_mask_) & align_neg_;
     const std::uintptr_t end = p + nbytes;
-    if (KBUF_IMPL_UNLIKELY(end > fast_end_)) return acquire_slow(nbytes, TypeAlignment);
+    if (KBUF_IMPL_UNLIKELY(end > fast_end_)) return acquire_slow(nbytes, TypeAlignment, label);
     top_ = end;
     ++depth_;
     void* q = reinterpret_cast<void*>(p);
@@ -675,7 +677,8 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // Whatever the hot path does not serve (fast_end_ is 0, the type is over-aligned, or the
   // temporary does not fit): records room first, then regrows a pending buffer, carves, or
   // serves a fallback. Nothing changes unless it succeeds.
-  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment);
+  KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment,
+                                    const char* label = nullptr);
 
   // The general case: `nbytes` (> 0) aligned to `a` (>= alignment_) from the buffer with the
   // need's worst-case padding, or a fallback, or out_of_memory if even its need overflows.

@@ -92,7 +92,8 @@ namespace Impl {
 /// object, or owners of the same name.
 inline bool same_owner(const owner* a, const owner* b) noexcept {
   if (a == b) return true;
-  return a != nullptr && b != nullptr && std::strcmp(a->name(), b->name()) == 0;
+  return a != nullptr && b != nullptr && a->name() != nullptr && b->name() != nullptr &&
+         std::strcmp(a->name(), b->name()) == 0;
 }
 
 /// What the drop-in's free functions reach inside the classes they serve.
@@ -117,12 +118,45 @@ struct CurrentAccess {
     return *s.alloc_;
   }
 
+  /// A temporary of `nbytes` (checked: below 2^62) from the allocator `a` of the serving scope,
+  /// as `allocate(label, extents...)` takes it; the hot path of `BufferAllocator::allocate`,
+  /// without computing the size again.
+  template <class DataType, class Layout, class MemorySpace, class... Extents>
+  KBUF_IMPL_ALWAYS_INLINE static void* take(BufferAllocator<MemorySpace>& a, const char* label,
+                                            std::size_t nbytes, Extents... extents) {
+    using T = typename Kokkos::View<DataType, Layout, MemorySpace>::value_type;
+    if (KBUF_IMPL_UNLIKELY(nbytes == 0))
+      return take_general<DataType, Layout>(a, label, extents...);
+    return a.template acquire<alignof(T)>(nbytes, label);
+  }
+
+  /// take() for a temporary that takes no bytes.
+  template <class DataType, class Layout, class MemorySpace, class... Extents>
+  KBUF_IMPL_COLD static void* take_general(BufferAllocator<MemorySpace>& a, const char* label,
+                                           Extents... extents) {
+    return a.template allocate<DataType, Layout>(label, extents...).data();
+  }
+
   /// KBUF_ENABLE_DEBUG: `v`, a counted View in place of a temporary of `s`, which checks at its
   /// end that nothing else holds it.
   template <class MemorySpace, class V>
   static V hold(CurrentScope<MemorySpace>& s, const char* label, V v) {
     s.held_.push_back(std::make_unique<HeldView<V>>(label, v));
     return v;
+  }
+
+  /// Opens a scope of `a` (BufferAllocator::Scope's bookkeeping) and returns its index.
+  template <class MemorySpace>
+  static std::size_t open_scope(BufferAllocator<MemorySpace>& a) noexcept {
+    return a.open_scope();
+  }
+
+  /// Ends the scope of `a` opened at `cp` with `index`, as BufferAllocator::Scope ends.
+  template <class MemorySpace>
+  static void end_scope(BufferAllocator<MemorySpace>& a,
+                        const typename BufferAllocator<MemorySpace>::Checkpoint& cp,
+                        std::size_t index) noexcept {
+    a.end_scope(cp, index);
   }
 
   /// KBUF_ENABLE_DEBUG: counts the guards that make `alloc` current.
@@ -174,6 +208,7 @@ class use final {
     state_->innermost_use = this;
     state_->use_serial = serial_;
     state_->current_serial = serial_;
+    state_->serve();
 #if KBUF_ENABLE_DEBUG
     Impl::CurrentAccess::count_use(alloc, 1);
 #endif
@@ -205,6 +240,7 @@ class use final {
     const use* innermost = static_cast<const use*>(state_->innermost_use);
     state_->use_serial = innermost != nullptr ? innermost->serial_ : 0;
     state_->current_serial = state_->thread->current_of(*state_);
+    state_->serve();
   }
 
   /// The allocator this guard makes current.
@@ -394,7 +430,11 @@ class CurrentScope final {
         outer_(static_cast<CurrentScope*>(state_->innermost_scope)),
         serial_(state_->current_serial) {
     state_->innermost_scope = this;
-    if (alloc != nullptr) scope_.emplace(alloc->scope());
+    set_innermost(*state_, this);
+    if (alloc != nullptr) {
+      checkpoint_ = alloc->checkpoint();
+      index_ = Impl::CurrentAccess::open_scope(*alloc);
+    }
   }
   /// As above, belonging to no owner (`kbuf::scope()`).
   explicit CurrentScope(allocator_type* alloc) noexcept : CurrentScope(alloc, nullptr) {}
@@ -403,7 +443,7 @@ class CurrentScope final {
   CurrentScope& operator=(const CurrentScope&) = delete;
   CurrentScope& operator=(CurrentScope&&) = delete;
   /// Resets its allocator to the checkpoint taken when it was made (nothing if none).
-  ~CurrentScope() {
+  KBUF_IMPL_ALWAYS_INLINE ~CurrentScope() {
 #if KBUF_ENABLE_DEBUG
     if (&Impl::current_state<MemorySpace>() != state_) {
       Impl::debug_abort(Impl::concat("kbuf::scope: a scope of allocator '",
@@ -424,7 +464,9 @@ class CurrentScope final {
     }
 #endif
     Impl::Chain::unlink(state_->innermost_scope, this);
-  }  // held_ and scope_ end now: scope_ resets alloc_
+    set_innermost(*state_, static_cast<const CurrentScope*>(state_->innermost_scope));
+    if (alloc_ != nullptr) Impl::CurrentAccess::end_scope(*alloc_, checkpoint_, index_);
+  }
 
   /// The allocator it resets, or null for a scope that does nothing.
   [[nodiscard]] allocator_type* allocator() const noexcept {
@@ -439,12 +481,22 @@ class CurrentScope final {
   friend struct Impl::Chain;
   friend struct Impl::CurrentAccess;
 
+  // Copies what kbuf::temporary reads of the thread's innermost scope `s` (null: none) into
+  // `state`.
+  static void set_innermost(Impl::ThreadSpaceState& state, const CurrentScope* s) noexcept {
+    state.scope_alloc = s != nullptr ? s->alloc_ : nullptr;
+    state.scope_owner = s != nullptr ? s->owner_ : nullptr;
+    state.scope_serial = s != nullptr ? s->serial_ : 0;
+    state.serve();
+  }
+
   allocator_type* alloc_;
   const owner* owner_;
-  Impl::ThreadSpaceState* state_;  // of the thread that made it
-  CurrentScope* outer_;            // the thread's scope made before it, or null
-  std::uint64_t serial_;           // the thread's current_serial when it was made
-  std::optional<typename allocator_type::Scope> scope_;
+  Impl::ThreadSpaceState* state_;                   // of the thread that made it
+  CurrentScope* outer_;                             // the thread's scope made before it, or null
+  std::uint64_t serial_;                            // the thread's current_serial when it was made
+  typename allocator_type::Checkpoint checkpoint_;  // what it resets to (with an allocator)
+  std::size_t index_ = 0;                           // its place among the allocator's scopes
   // KBUF_ENABLE_DEBUG: the temporaries it served, reference-counted (empty otherwise).
   std::vector<std::unique_ptr<Impl::HeldTemporary>> held_;
 };
@@ -460,7 +512,7 @@ class CurrentScope final {
 /// @endcode
 /// @throws kbuf::logic_error if `o` has a null name.
 template <class MemorySpace = default_memory_space>
-[[nodiscard]] CurrentScope<MemorySpace> scope(const owner& o) {
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE CurrentScope<MemorySpace> scope(const owner& o) {
   KBUF_EXPECTS(o.name() != nullptr, "kbuf::scope<", Impl::space_name<MemorySpace>(),
                ">(owner): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
   BufferAllocator<MemorySpace>* alloc = current<MemorySpace>();
@@ -474,7 +526,7 @@ template <class MemorySpace = default_memory_space>
 /// name no owner either. For code that is both the caller and the library (an application's own
 /// functions); a library names its owner, so that no scope of its callers can serve it.
 template <class MemorySpace = default_memory_space>
-[[nodiscard]] CurrentScope<MemorySpace> scope() noexcept {
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE CurrentScope<MemorySpace> scope() noexcept {
   BufferAllocator<MemorySpace>* alloc = current<MemorySpace>();
 #if KBUF_ENABLE_DEBUG
   if (alloc == nullptr) Impl::note_no_current<MemorySpace>(nullptr);
@@ -484,10 +536,75 @@ template <class MemorySpace = default_memory_space>
 
 namespace Impl {
 
-/// kbuf::temporary of owner `o` (null for none) for a label given as a C string.
+/// kbuf::temporary's checks for every case the hot path leaves: a null label, an owner without
+/// a name, extents that fast_byte_count cannot decide (bad ones raise kbuf::logic_error), debug
+/// builds. The rest as temporary_of.
 template <class DataType, class Layout, class MemorySpace, class... Extents>
-Kokkos::View<DataType, Layout, MemorySpace> temporary_of(const owner* o, const char* label,
-                                                         Extents... extents) {
+KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> temporary_slow(const owner* o,
+                                                                          const char* label,
+                                                                          Extents... extents) {
+  using V = Kokkos::View<DataType, Layout, MemorySpace>;
+  using U = typename BufferAllocator<MemorySpace>::template view<DataType, Layout>;
+  KBUF_EXPECTS(label != nullptr, "kbuf::temporary(nullptr, ...): the label is null");
+  KBUF_EXPECTS(o == nullptr || o->name() != nullptr, "kbuf::temporary(owner, \"", label,
+               "\", ...): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
+  (void)Impl::checked_byte_count<DataType, U>(
+      [label](auto... e) {
+        Impl::throw_logic_error("kbuf::temporary(\"", label, "\", ", Impl::joined(", ", e...),
+                                "): ", Impl::bad_extents_reason<DataType, U>(e...));
+      },
+      extents...);
+  if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
+    const U u = CurrentAccess::allocator(*s).template allocate<DataType, Layout>(label, extents...);
+#if KBUF_ENABLE_DEBUG
+    if (u.size() != 0) {
+      return CurrentAccess::hold(
+          *s, label,
+          V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+            static_cast<std::size_t>(extents)...));
+    }
+#endif
+    return Impl::unmanaged_view<V>(u.data(), extents...);
+  }
+  return V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+           static_cast<std::size_t>(extents)...);
+}
+
+/// kbuf::temporary when the serving scope's owner is not `o` by address: served still when it is
+/// `o` by name, else a plain View.
+template <class DataType, class Layout, class MemorySpace, class... Extents>
+KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> other_owner_temporary(
+    const owner* o, const char* label, Extents... extents);
+
+/// kbuf::temporary when no scope serves it: a plain View (after the owner's check).
+template <class DataType, class Layout, class MemorySpace, class... Extents>
+KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> plain_temporary(const owner* o,
+                                                                           const char* label,
+                                                                           Extents... extents) {
+  KBUF_EXPECTS(o == nullptr || o->name() != nullptr, "kbuf::temporary(owner, \"", label,
+               "\", ...): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
+  return Kokkos::View<DataType, Layout, MemorySpace>(
+      Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+      static_cast<std::size_t>(extents)...);
+}
+
+template <class DataType, class Layout, class MemorySpace, class... Extents>
+Kokkos::View<DataType, Layout, MemorySpace> other_owner_temporary(const owner* o, const char* label,
+                                                                  Extents... extents) {
+  if (CurrentAccess::serving_scope<MemorySpace>(o) != nullptr) {
+    return temporary_slow<DataType, Layout, MemorySpace>(o, label, extents...);
+  }
+  return plain_temporary<DataType, Layout, MemorySpace>(o, label, extents...);
+}
+
+/// kbuf::temporary of owner `o` (null for none) for a label given as a C string. Its hot path (a
+/// serving scope, extents below the bound that makes every check moot) is a few loads and
+/// compares beside BufferAllocator::allocate's own; everything else is out of line. A scope
+/// never belongs to an owner without a name (kbuf::scope refuses one), so the pointer compare
+/// that finds the serving scope needs no check of the name.
+template <class DataType, class Layout, class MemorySpace, class... Extents>
+KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary_of(
+    const owner* o, const char* label, Extents... extents) {
   using V = Kokkos::View<DataType, Layout, MemorySpace>;
   using U = typename BufferAllocator<MemorySpace>::template view<DataType, Layout>;
   using T = typename V::value_type;
@@ -503,33 +620,20 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary_of(const owner* o, const c
   static_assert(std::is_trivially_destructible<T>::value,
                 "kbuf::temporary: the value type must be trivially destructible (temporaries are "
                 "released without running destructors)");
-  KBUF_EXPECTS(label != nullptr, "kbuf::temporary(nullptr, ...): the label is null");
-  KBUF_EXPECTS(o == nullptr || o->name() != nullptr, "kbuf::temporary(owner, \"", label,
-               "\", ...): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
-  std::size_t nbytes = 0;
-  const bool fast = Impl::fast_byte_count<DataType, U>(nbytes, extents...);
-  if (KBUF_IMPL_UNLIKELY(!fast)) {
-    (void)Impl::checked_byte_count<DataType, U>(
-        [label](auto... e) {
-          Impl::throw_logic_error("kbuf::temporary(\"", label, "\", ", Impl::joined(", ", e...),
-                                  "): ", Impl::bad_extents_reason<DataType, U>(e...));
-        },
-        extents...);
+  std::size_t nbytes = 0;  // set by fast_byte_count when it returns true
+  const bool fast = label != nullptr && Impl::fast_byte_count<DataType, U>(nbytes, extents...);
+  if (KBUF_ENABLE_DEBUG || KBUF_IMPL_UNLIKELY(!fast)) {
+    return temporary_slow<DataType, Layout, MemorySpace>(o, label, extents...);
   }
-  if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
-    const U u = CurrentAccess::allocator(*s).template allocate<DataType, Layout>(label, extents...);
-#if KBUF_ENABLE_DEBUG
-    if (u.size() != 0) {
-      return CurrentAccess::hold(
-          *s, label,
-          V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
-            static_cast<std::size_t>(extents)...));
-    }
-#endif
-    return Impl::unmanaged_view<V>(u.data(), extents...);
+  const ThreadSpaceState& state = current_state<MemorySpace>();
+  if (KBUF_IMPL_UNLIKELY(state.serving_owner != o)) {
+    return other_owner_temporary<DataType, Layout, MemorySpace>(o, label, extents...);
   }
-  return V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
-           static_cast<std::size_t>(extents)...);
+  return Impl::unmanaged_view<V>(
+      CurrentAccess::take<DataType, Layout>(
+          *static_cast<BufferAllocator<MemorySpace>*>(state.serving_alloc), label, nbytes,
+          extents...),
+      extents...);
 }
 
 }  // namespace Impl
@@ -556,9 +660,8 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary_of(const owner* o, const c
 /// what Kokkos throws when an allocation fails.
 template <class DataType, class Layout = Kokkos::LayoutRight,
           class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const owner& o,
-                                                                    const std::string& label,
-                                                                    Extents... extents) {
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+    const owner& o, const std::string& label, Extents... extents) {
   return Impl::temporary_of<DataType, Layout, MemorySpace>(&o, label.c_str(), extents...);
 }
 
@@ -566,9 +669,8 @@ template <class DataType, class Layout = Kokkos::LayoutRight,
 /// (and so no heap allocation for a long label) unless a plain View is made.
 template <class DataType, class Layout = Kokkos::LayoutRight,
           class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const owner& o,
-                                                                    const char* label,
-                                                                    Extents... extents) {
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+    const owner& o, const char* label, Extents... extents) {
   return Impl::temporary_of<DataType, Layout, MemorySpace>(&o, label, extents...);
 }
 
@@ -576,16 +678,16 @@ template <class DataType, class Layout = Kokkos::LayoutRight,
 /// either (code that is both the caller and the library; a library names its owner).
 template <class DataType, class Layout = Kokkos::LayoutRight,
           class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const std::string& label,
-                                                                    Extents... extents) {
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+    const std::string& label, Extents... extents) {
   return Impl::temporary_of<DataType, Layout, MemorySpace>(nullptr, label.c_str(), extents...);
 }
 
 /// As above, for a label given as a string literal.
 template <class DataType, class Layout = Kokkos::LayoutRight,
           class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label,
-                                                                    Extents... extents) {
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+    const char* label, Extents... extents) {
   return Impl::temporary_of<DataType, Layout, MemorySpace>(nullptr, label, extents...);
 }
 

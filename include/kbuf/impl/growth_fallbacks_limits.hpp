@@ -88,7 +88,8 @@ void BufferAllocator<MemorySpace>::free_owned(const Fallback& f) noexcept {
 
 template <class MemorySpace>
 KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbytes,
-                                                                std::size_t type_alignment) {
+                                                                std::size_t type_alignment,
+                                                                const char* label) {
   const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
   if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
   try {
@@ -97,9 +98,19 @@ KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbyt
     KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate on allocator '", label_,
                   "': no host memory left to record a temporary");
   }
-  if (reporter_ != nullptr) reserve_reports();
-  if (regrow_due()) return regrow_and_acquire(nbytes, a);
-  return carve_or_fallback(nbytes, a);
+  if (reporter_ == nullptr) {
+    if (regrow_due()) return regrow_and_acquire(nbytes, a);
+    return carve_or_fallback(nbytes, a);
+  }
+  reserve_reports();
+  if (label != nullptr) reporter_->name_next(label);
+  try {
+    if (regrow_due()) return regrow_and_acquire(nbytes, a);
+    return carve_or_fallback(nbytes, a);
+  } catch (...) {
+    reporter_->name_next(nullptr);  // the next temporary is not this one
+    throw;
+  }
 }
 
 template <class MemorySpace>

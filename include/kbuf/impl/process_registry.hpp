@@ -49,11 +49,33 @@ struct ThreadSpaceState {
   // kbuf::use<Space> and the newest kbuf::use_process_allocators; 0 when none is current. A
   // scope remembers it: its temporaries come from its allocator only while it is unchanged.
   std::uint64_t current_serial = 0;
+  // What kbuf::temporary reads first: the owner and the allocator of the innermost scope while
+  // it serves (it has an allocator, still the current one), else this slot's own address as the
+  // owner (no owner's address) and null. Kept by serve() whenever the innermost scope or the
+  // current allocator changes.
+  const void* serving_owner = nullptr;
+  void* serving_alloc = nullptr;
+  // The innermost scope's allocator, owner and current_serial when it was made (copied, so that
+  // serve() needs no type).
+  void* scope_alloc = nullptr;
+  const void* scope_owner = nullptr;
+  std::uint64_t scope_serial = 0;
   // The thread's process allocator of the space, found on first use while a
   // use_process_allocators guard lives; null otherwise.
   void* process_allocator = nullptr;
   // Forgets the process allocator when the last use_process_allocators guard ends.
   void (*forget_process_allocator)(ThreadSpaceState&) noexcept = nullptr;
+
+  /// Decides serving_owner and serving_alloc again.
+  void serve() noexcept {
+    if (scope_alloc != nullptr && scope_serial == current_serial) {
+      serving_owner = scope_owner;
+      serving_alloc = scope_alloc;
+    } else {
+      serving_owner = this;
+      serving_alloc = nullptr;
+    }
+  }
 };
 
 /// One thread's drop-in state: a slot per memory space it used, and its
@@ -72,7 +94,10 @@ struct ThreadStates {
 
   /// Decides every space's current_serial again after a guard came or went.
   void update_current() noexcept {
-    for (std::size_t i = 0; i < count; ++i) spaces[i].current_serial = current_of(spaces[i]);
+    for (std::size_t i = 0; i < count; ++i) {
+      spaces[i].current_serial = current_of(spaces[i]);
+      spaces[i].serve();
+    }
   }
 
   /// The serial that decides `s`'s current allocator.
@@ -108,6 +133,7 @@ KBUF_IMPL_COLD inline ThreadSpaceState& thread_space_state(const char* key,
   s.name = name;
   s.thread = &t;
   s.current_serial = t.current_of(s);
+  s.serve();
   return s;
 }
 
