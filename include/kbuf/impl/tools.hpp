@@ -4,9 +4,9 @@
 /// @file
 /// Temporaries visible to Kokkos Tools: when a tool is loaded as an allocator is made, each of
 /// its temporaries and each release is reported through Kokkos' public profiling interface
-/// (`allocateData`/`deallocateData`) in a space of its own, "kbuf:<label>", unless
-/// `KBUF_TOOLS_REPORT=0` (or the CMake option of that name) turned the reports off. Not part of
-/// the API.
+/// (`allocateData`/`deallocateData`) in a space of its own, "kbuf:<label>", when
+/// `KBUF_TOOLS_REPORT=1` (or the CMake option of that name, OFF by default) turned the reports
+/// on. Not part of the API.
 
 #include <cstddef>
 #include <cstdint>
