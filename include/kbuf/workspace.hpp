@@ -69,12 +69,17 @@ class BufferAllocator;
 struct per_team {
   std::size_t bytes;            ///< bytes of each slot
   std::size_t spill_bytes = 0;  ///< bytes of the spill area (one lane)
+  /// Bytes of the first round's fallback region, which serves the takes that fit neither their
+  /// slot nor a lane; 0 (the default): `slots x max(64 KiB, bytes)`, at most 256 MiB. Either is
+  /// bounded by what the allocator's limit leaves.
+  std::size_t fallback_bytes = 0;
 };
 /// A workspace's size per concurrent thread (a `Kokkos::Experimental::UniqueToken` value), and
 /// its spill area, as for `per_team`.
 struct per_thread {
-  std::size_t bytes;            ///< bytes of each slot
-  std::size_t spill_bytes = 0;  ///< bytes of the spill area (one lane)
+  std::size_t bytes;               ///< bytes of each slot
+  std::size_t spill_bytes = 0;     ///< bytes of the spill area (one lane)
+  std::size_t fallback_bytes = 0;  ///< the first round's fallback region, as for `per_team`
 };
 
 /// What the kernels between `workspace()` and `finish()` did with one workspace.
@@ -87,10 +92,10 @@ struct WorkspaceReport {
   /// True when every take was served: the kernels' results are whole.
   [[nodiscard]] bool complete() const noexcept { return failed_takes == 0; }
 
-  /// Takes served by an allocation of their own outside the slots and lanes (a device-side
-  /// `malloc` on CUDA and HIP, the host heap on host backends): a take that fit neither its
-  /// slot nor a lane. A first round from a small guess has them; a rerun has them only for
-  /// arenas that found every lane taken (`lanes_missed`).
+  /// Takes served outside the slots and lanes: by the workspace's fallback region, else (host
+  /// backends only) by the host's heap: a take that fit neither its slot nor a lane. A first
+  /// round from a small guess has them; a rerun has them only for arenas that found every lane
+  /// taken (`lanes_missed`) or no slot.
   std::size_t fallbacks = 0;
   std::size_t fallback_bytes = 0;  ///< bytes of those takes (alignment included)
   /// Takes whose guard zone was written: an overrun past the end of the take (check mode only:
@@ -100,19 +105,25 @@ struct WorkspaceReport {
   std::size_t first_overrun_take = 0;   ///< the first overrun found: the take's index in its arena
   std::size_t first_overrun_bytes = 0;  ///< and the bytes written past its end (at most the zone)
 
-  std::size_t arenas = 0;            ///< arenas that ended (teams, or token holders)
-  std::size_t slots = 0;             ///< slots of the workspace
-  std::size_t slot_bytes = 0;        ///< bytes of each slot
-  std::size_t spill_lanes = 0;       ///< spill lanes of the workspace
-  std::size_t lane_bytes = 0;        ///< bytes of each lane
-  std::size_t spill_peak = 0;        ///< the most one arena asked of its lane at once
-  std::size_t spilling_arenas = 0;   ///< arenas that spilled
-  std::size_t lanes_missed = 0;      ///< of those, arenas that found every lane taken
-  std::size_t unslotted_arenas = 0;  ///< arenas that found no free slot in their bounded probe
-  std::size_t next_slot_bytes = 0;   ///< what the next workspace with this label gets per slot
-  std::size_t next_spill_lanes = 0;  ///< its spill lanes (for as many slots as this one)
-  std::size_t next_lane_bytes = 0;   ///< and the bytes of each
-  double next_miss_probability = 0;  ///< how often a spilling arena will find every lane taken
+  std::size_t arenas = 0;                 ///< arenas that ended (teams, or token holders)
+  std::size_t slots = 0;                  ///< slots of the workspace
+  std::size_t slot_bytes = 0;             ///< bytes of each slot
+  std::size_t spill_lanes = 0;            ///< spill lanes of the workspace
+  std::size_t lane_bytes = 0;             ///< bytes of each lane
+  std::size_t spill_peak = 0;             ///< the most one arena asked of its lane at once
+  std::size_t spilling_arenas = 0;        ///< arenas that spilled
+  std::size_t lanes_missed = 0;           ///< of those, arenas that found every lane taken
+  std::size_t unslotted_arenas = 0;       ///< arenas that found no free slot in their bounded probe
+  std::size_t next_slot_bytes = 0;        ///< what the next workspace with this label gets per slot
+  std::size_t next_spill_lanes = 0;       ///< its spill lanes (for as many slots as this one)
+  std::size_t next_lane_bytes = 0;        ///< and the bytes of each
+  double next_miss_probability = 0;       ///< how often a spilling arena will find every lane taken
+  std::size_t fallback_region_bytes = 0;  ///< bytes of the workspace's fallback region
+  std::size_t next_fallback_region_bytes = 0;  ///< and of the next one's
+  /// The threads of the teams that held arenas (team size x vector length on a GPU, the team
+  /// size on the host; 0 for per_thread arenas): what a `Kokkos::AUTO` team size resolved to.
+  /// The next workspace with the label counts its slots for that team size.
+  std::size_t team_threads = 0;
 };
 
 /// One-line text form: `takes 4096, spills 12 (98304 bytes), failed 0, fallbacks 0 (0 bytes),
@@ -126,6 +137,7 @@ namespace Impl {
 struct WorkspaceLearning {
   bool learned = false;
   WorkspaceNeeds needs;
+  std::size_t team_threads = 0;  ///< the threads of the teams seen last (0: none seen)
   std::vector<const unsigned char*> unfinished;  ///< workspaces made and not finished yet
 };
 
@@ -219,7 +231,7 @@ class Workspace {
     KOKKOS_FUNCTION void end() {
       if (ended_) return;
       if (depth_ != 0) misuse("kbuf::Workspace::Arena::end while frames of it are live");
-      check_team();
+      check_team(step_end, 0);
       Impl::team_barrier(team_);
       Flush flush{this};
       (void)Impl::team_single<int>(team_, flush);
@@ -248,10 +260,11 @@ class Workspace {
           fast_bytes_(slot >= 0 && ws.guard_ == 0 ? ws.slot_bytes_ : 0),
           slot_mem_(slot >= 0 ? ws.slots_mem_ + static_cast<std::size_t>(slot) * ws.slot_bytes_
                               : nullptr),
+          region_(ws.region_),
           team_(team),
           slot_(slot),
           start_(slot >= 0 ? static_cast<std::size_t>(slot) : 0),
-          owns_flag_(ws.per_team_ && slot >= 0),
+          owns_flag_(slot >= 0),
           shared_(slot < 0) {}
 
     template <class V>
@@ -338,7 +351,7 @@ class Workspace {
       spill_want_ += n;  // asked of the lane, whatever serves it
       if (spill_want_ > spill_peak_) spill_peak_ = spill_want_;
       spilled_ = true;
-      check_team();
+      check_team(step_spill, n);
       // A lane is claimed when the arena holds no spilled take (none, or all given back).
       if (lane_ < 0 && lanes_ != 0 && n <= lane_bytes_ && spill_top_ == 0 &&
           fallbacks_ == nullptr) {
@@ -371,6 +384,7 @@ class Workspace {
     // written by one thread of the team.
     KOKKOS_FUNCTION void* place_checked(unsigned long long nbytes, unsigned long long data,
                                         unsigned long long index) {
+      check_team(step_checked_take, nbytes);  // before the guard's write, a step of the team
       unsigned char* block = static_cast<unsigned char*>(find(unit_ + data + guard_));
       if (block == nullptr) return nullptr;
       GuardWrite write{this, block, nbytes, index, data - nbytes + guard_, events_ + 1};
@@ -389,12 +403,15 @@ class Workspace {
       }
     };
 
-    // A fallback block of `n` bytes (one thread of the team).
+    // A fallback block of `n` bytes (one thread of the team), searched for in the region from
+    // the slot's home on.
     struct FallbackTake {
       Arena* arena;
       unsigned long long n;
       KOKKOS_FUNCTION void* operator()() const {
-        return Impl::fallback_take(n, arena->unit_, arena->fallbacks_, arena->events_ + 1);
+        const Arena& a = *arena;
+        return Impl::fallback_take(n, a.unit_, a.fallbacks_, a.events_ + 1, a.region_,
+                                   a.start_ * a.region_.home);
       }
     };
 
@@ -434,7 +451,7 @@ class Workspace {
           Impl::guard_report(a.header_, f, a.guard_, KBUF_ENABLE_DEBUG != 0);
           overruns = f.overruns;
         }
-        Impl::fallback_release(a.fallbacks_, to.events);
+        Impl::fallback_release(a.fallbacks_, to.events, a.region_);
         if (a.lane_ >= 0 && (all || to.spill == 0)) Impl::release_slot(a.lane_flags_, a.lane_);
         return overruns;
       }
@@ -447,7 +464,7 @@ class Workspace {
         if (ended_) return;
       }
       --depth_;
-      check_team();
+      check_team(step_frame, static_cast<unsigned long long>(index));
       if (events_ != t.events) {  // a spill (lane, fallback) or a checked take since
         // What is left of the chains, found by each thread before one of them frees the rest
         // (the blocks made since the frame began carry stamps above its event count).
@@ -493,45 +510,69 @@ class Workspace {
         Impl::record_add(r, Impl::wr_overruns, overruns, shared);
         Impl::record_add(r, Impl::wr_unslotted, shared ? 1 : 0, shared);
         Impl::record_max(r, Impl::wr_peak_need, a.need_peak_, shared);
-        Impl::record_need(r, a.header_ + Impl::wh_hist, a.need_peak_, shared);
-        if (a.owns_flag_) {
-          Impl::release_slot(a.flags_, a.slot_);
-        } else {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-          Kokkos::memory_fence();  // before the token is released: the next holder's counts
-#endif
+        if (a.team_.kind != Impl::team_none) {
+          Impl::record_max(r, Impl::wr_team_threads,
+                           static_cast<unsigned long long>(a.team_.threads), shared);
         }
+        Impl::record_need(r, a.header_ + Impl::wh_hist, a.need_peak_, shared);
+        if (a.owns_flag_) Impl::release_slot(a.flags_, a.slot_);  // after the record's writes
         return 0;
       }
     };
 
     // Debug builds: every thread and vector lane of the team must have made the same takes and
-    // frames; a collective step compares each one's copy of the arena with one thread's (a mix
-    // of its counts and tops: one word to broadcast).
-    KOKKOS_FUNCTION unsigned long long signature() const {
+    // frames; a collective step compares each one's copy of the arena (a mix of its counts and
+    // tops: one word) with the others'. An arena with a slot compares them in the slot's record,
+    // with no barrier, so that a thread that got there alone (a take or frame inside
+    // Kokkos::single or a thread range: its team is elsewhere) aborts after a time bound instead
+    // of waiting forever; an arena without a slot has no record of its own and compares them
+    // through one thread's broadcast (a barrier of the team).
+    // The step (and its size: a take's bytes, a frame's index) is part of the signature, so
+    // that two threads whose counts agree by chance but that are about to make different steps
+    // (each with barriers of its own) are told apart before either enters a barrier.
+    enum Step : unsigned long long { step_spill = 1, step_checked_take, step_frame, step_end };
+    KOKKOS_FUNCTION unsigned long long signature(Step step, unsigned long long size) const {
       unsigned long long h = 0x9E3779B97F4A7C15ull;
-      const unsigned long long parts[4] = {takes_, slot_top_, need_top_,
-                                           static_cast<unsigned long long>(depth_)};
+      const unsigned long long parts[6] = {
+          takes_, slot_top_, need_top_, static_cast<unsigned long long>(depth_), step, size};
       for (const unsigned long long x : parts) {
         h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
       }
       return h;
     }
     struct SignatureOf {
-      const Arena* arena;
-      KOKKOS_FUNCTION unsigned long long operator()() const { return arena->signature(); }
+      unsigned long long signature;
+      KOKKOS_FUNCTION unsigned long long operator()() const { return signature; }
     };
-    KOKKOS_FUNCTION void check_team() const {
+    KOKKOS_FUNCTION void check_team(Step step, unsigned long long size) const {
 #if KBUF_ENABLE_DEBUG
       if (team_.kind == Impl::team_none || !team_.sync) return;
-      SignatureOf of{this};
-      if (Impl::team_single<unsigned long long>(team_, of) != signature()) {
+      const unsigned long long mine = signature(step, size);
+      int agreed = 1;
+      if (!shared_) {
+        agreed = Impl::team_check(record_, static_cast<unsigned long long>(team_.threads), mine);
+      } else {
+        SignatureOf of{mine};
+        agreed = Impl::team_single<unsigned long long>(team_, of) == mine ? 1 : 0;
+      }
+      if (agreed < 0) {
+        Kokkos::abort(
+            "kbuf::Workspace::Arena: the threads of a team made different takes or frames: "
+            "part of the team reached a spill, a frame's end or the arena's end and the rest did "
+            "not come within KBUF_WORKSPACE_CHECK_MS (a take or frame inside Kokkos::single, "
+            "TeamThreadRange, TeamVectorRange or ThreadVectorRange?): every thread and vector "
+            "lane of the team must make the same calls");
+      }
+      if (agreed == 0) {
         Kokkos::abort(
             "kbuf::Workspace::Arena: the threads of a team made different takes or frames (a "
             "take or frame inside Kokkos::single, TeamThreadRange, TeamVectorRange or "
             "ThreadVectorRange?): every thread and vector lane of the team must make the same "
             "calls");
       }
+#else
+      (void)step;
+      (void)size;
 #endif
     }
 
@@ -555,6 +596,7 @@ class Workspace {
     unsigned long long slot_bytes_;
     unsigned long long fast_bytes_;  // the slot's bytes the hot path serves (0 in check mode)
     unsigned char* slot_mem_;
+    Impl::FallbackRegion region_;
     Impl::TeamHandle team_;
     int slot_;
     std::size_t start_;  // where the lane probe starts
@@ -616,20 +658,21 @@ class Workspace {
     return Arena(*this, h, slot);
   }
 
-  /// The arena of the thread holding `token`, for a per_thread workspace: a value of a
-  /// `Kokkos::Experimental::UniqueToken` whose values stay below `slots()` (the execution
-  /// space's global token when `slots()` is its size, else one made with `slots()` as its
-  /// size). A token out of range gets no slot: every take spills (debug builds abort).
+  /// The arena of the calling thread, for a per_thread workspace: `token` is a value of any
+  /// `Kokkos::Experimental::UniqueToken` of the execution space (the global one, whose size is
+  /// the device's concurrency, or one of another size), or any other number the thread holds
+  /// alone while the arena lives. The arena claims a free slot, probing from `token % slots()`
+  /// on as a team's claim does: with slots for every thread in flight, that slot is free, and
+  /// the claim is one compare-and-swap; a token of a value above the slots finds a free one all
+  /// the same. A negative token gets no slot: every take spills (debug builds abort).
   KOKKOS_FUNCTION Arena arena(int token) const {
-    int slot = token;
-    if (per_team_ || token < 0 || static_cast<std::size_t>(token) >= slots_) {
+    int slot = -1;
+    if (per_team_ || token < 0) {
       misuse_static(per_team_ ? "kbuf::Workspace::arena(token) on a per_team workspace"
-                              : "kbuf::Workspace::arena(token): the token is not below slots()");
-      slot = -1;
+                              : "kbuf::Workspace::arena(token): a negative token");
+    } else {
+      slot = Impl::claim_slot(flags_, slots_, static_cast<std::size_t>(token), probe_rounds);
     }
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-    Impl::acquire_fence();  // the token's last holder wrote the slot's memory and record
-#endif
     return Arena(*this, Impl::TeamHandle{}, slot);
   }
 
@@ -653,6 +696,12 @@ class Workspace {
   /// Bytes of each spill lane: the most one arena can spill into it at once.
   KOKKOS_FUNCTION std::size_t lane_bytes() const noexcept {
     return static_cast<std::size_t>(lane_bytes_);
+  }
+  /// Bytes of the fallback region: what serves the takes that fit neither their slot nor a
+  /// lane, with no heap (a first round's is `per_team::fallback_bytes`, or `slots() x
+  /// max(64 KiB, bytes)`; a rerun's is sized for the arenas that may find every lane taken).
+  KOKKOS_FUNCTION std::size_t fallback_region_bytes() const noexcept {
+    return static_cast<std::size_t>(region_.chunks << region_.shift);
   }
   /// Bytes of the guard zone after each take: 0 unless in check mode (pass-through mode or
   /// `KBUF_ENABLE_DEBUG`).
@@ -687,9 +736,7 @@ class Workspace {
     KOKKOS_FUNCTION int operator()() const {
       const int slot =
           Impl::claim_slot(ws->flags_, ws->slots_, Impl::slot_hint(league_rank), probe_rounds);
-#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-      if (slot >= 0) Impl::last_slot() = static_cast<std::size_t>(slot);
-#endif
+      KBUF_IMPL_IF_ON_HOST((if (slot >= 0) Impl::last_slot() = static_cast<std::size_t>(slot);))
       return slot;
     }
   };
@@ -709,6 +756,7 @@ class Workspace {
   unsigned long long* records_ = nullptr;
   unsigned char* slots_mem_ = nullptr;
   unsigned char* spill_ = nullptr;
+  Impl::FallbackRegion region_;
   std::size_t slots_ = 0;
   std::size_t slot_bytes_ = 0;
   std::size_t lanes_ = 0;

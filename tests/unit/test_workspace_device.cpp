@@ -7,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -100,6 +102,82 @@ struct ThreadFill {
     }
     token.release(t);
   }
+};
+
+// The GPU check's cases as a device runs them, with every arena of a round live at once: one
+// host thread makes them all, nested, in one kernel (`arenas` of them, as many as the device's
+// slots), and in each frame each takes its array before any gives its own back. Per team: each
+// arena takes `n` x 4 ints (`large` x 4 for every `every`-th), in each of `frames` frames.
+// `storage` holds the arenas, their frames and their takes' addresses (host memory: host
+// backends only). out[0]: wrong entries, out[1]: empty takes, out[2]: arenas without a slot.
+struct AllAtOnce {
+  WS ws;
+  bool per_team;
+  int arenas, n, large, every, frames;
+  Kokkos::View<unsigned char*, Kokkos::HostSpace> storage;
+  counts out;
+  static constexpr std::size_t arena_size = (sizeof(WS::Arena) + 63) / 64 * 64;
+  static constexpr std::size_t frame_size = (sizeof(WS::Frame) + 63) / 64 * 64;
+  static std::size_t bytes(int arenas) {
+    return static_cast<std::size_t>(arenas) * (arena_size + frame_size + sizeof(int*)) + 64;
+  }
+  KOKKOS_INLINE_FUNCTION WS::Arena& arena(int k) const {
+    return *reinterpret_cast<WS::Arena*>(base() + static_cast<std::size_t>(k) * arena_size);
+  }
+  KOKKOS_INLINE_FUNCTION WS::Frame* frame(int k) const {
+    return reinterpret_cast<WS::Frame*>(base() + static_cast<std::size_t>(arenas) * arena_size +
+                                        static_cast<std::size_t>(k) * frame_size);
+  }
+  KOKKOS_INLINE_FUNCTION int*& pointer(int k) const {
+    return reinterpret_cast<int**>(base() +
+                                   static_cast<std::size_t>(arenas) * (arena_size + frame_size))[k];
+  }
+  KOKKOS_INLINE_FUNCTION unsigned char* base() const {
+    const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(storage.data());
+    return reinterpret_cast<unsigned char*>((p + 63) / 64 * 64);
+  }
+  template <class Team>
+  KOKKOS_INLINE_FUNCTION void operator()(const Team& team) const {
+    for (int k = 0; k < arenas; ++k) {
+      WS::Arena* a = per_team ? new (&arena(k)) WS::Arena(ws.arena(team))
+                              : new (&arena(k)) WS::Arena(ws.arena(k));
+      if (a->slot() < 0) Kokkos::atomic_add(&out.data()[2], 1ll);
+    }
+    for (int f = 0; f < frames; ++f) {
+      for (int k = 0; k < arenas; ++k) {
+        new (frame(k)) WS::Frame(arena(k).frame());
+        const int m = k % every == 0 ? large : n;
+        int* p = arena(k).take<int**>(m, 4).data();
+        pointer(k) = p;
+        if (p == nullptr) {
+          Kokkos::atomic_add(&out.data()[1], 1ll);
+          continue;
+        }
+        for (int i = 0; i < 4 * m; ++i) p[i] = k * 16 + f + i;
+      }
+      for (int k = 0; k < arenas; ++k) {
+        const int m = k % every == 0 ? large : n;
+        const int* p = pointer(k);
+        long long w = 0;
+        for (int i = 0; p != nullptr && i < 4 * m; ++i) w += p[i] != k * 16 + f + i ? 1 : 0;
+        if (w != 0) Kokkos::atomic_add(&out.data()[0], w);
+      }
+      for (int k = arenas; k-- > 0;) frame(k)->~Frame();
+    }
+    for (int k = arenas; k-- > 0;) arena(k).~Arena();
+  }
+};
+
+// While it lives, workspaces are sized as on an NVIDIA H200 (concurrency 270,336, 4,224 teams
+// resident) and the host's fallback heap holds at most `heap_limit` bytes, as a device's would.
+struct EmulatedH200 {
+  kbuf::Impl::DeviceEmulation saved = kbuf::Impl::device_emulation();
+  explicit EmulatedH200(std::size_t heap_limit) {
+    kbuf::Impl::device_emulation() = kbuf::Impl::DeviceEmulation{132 * 2048, 132 * 32, heap_limit};
+  }
+  EmulatedH200(const EmulatedH200&) = delete;
+  EmulatedH200& operator=(const EmulatedH200&) = delete;
+  ~EmulatedH200() { kbuf::Impl::device_emulation() = saved; }
 };
 
 // A league of sixteen times the slots a per_team workspace gets for `policy` (made and finished
@@ -215,5 +293,105 @@ TEST_CASE("workspace device: per_thread arenas that spill and fall back, all ser
     CHECK(r.arenas == static_cast<std::size_t>(iterations));
     if (round == 1) CHECK(r.spills + r.fallbacks > 0);
     if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
+  }
+}
+
+namespace {
+
+const std::size_t mib = std::size_t(1) << 20;
+// The fallback heaps a device's run is given: CUDA's default device heap (what kbuf's fallbacks
+// had before they had a region), and none (what they have now: kernels never call malloc).
+const std::size_t device_heaps[] = {8 * mib, 0};
+
+// Runs `rounds` rounds of AllAtOnce over the workspace `make(alloc)` returns (its slots are the
+// arenas), under an emulated H200 with a host heap of `heap` bytes; `check(round, report)`.
+template <class Make, class Check>
+void at_once(std::size_t heap, bool per_team, int n, int large, int every, int frames, int rounds,
+             const Make& make, const Check& check) {
+  const EmulatedH200 h200(heap);
+  Alloc alloc(1 << 20);
+  auto scope = alloc.scope();
+  for (int round = 1; round <= rounds; ++round) {
+    CAPTURE(round);
+    WS ws = make(alloc);
+    const int arenas = static_cast<int>(ws.slots());
+    counts out("out", 3);
+    Kokkos::View<unsigned char*, Kokkos::HostSpace> storage("storage", AllAtOnce::bytes(arenas));
+    Kokkos::parallel_for("at once", team_policy(alloc.execution_space_instance(), 1, 1),
+                         AllAtOnce{ws, per_team, arenas, n, large, every, frames, storage, out});
+    const kbuf::WorkspaceReport r = ws.finish();
+    CHECK(kbuf_test::nonzero_entries(out) == "");
+    CHECK(r.complete());
+    CHECK(r.arenas == static_cast<std::size_t>(arenas));
+    check(round, ws, r);
+  }
+}
+
+}  // namespace
+
+// These emulate a device on the host: the arenas and their frames live in host memory the
+// kernel writes, so a device backend skips them (its GPU check runs the cases above for real).
+TEST_CASE(
+    "workspace device: one lane for many spillers at an H200's scale (4,224 teams each needing "
+    "16 KB at once) completes in one round with no heap beyond a device's") {
+  if (kbuf::Impl::is_device_space<exec>) return;
+  for (const std::size_t heap : device_heaps) {
+    CAPTURE(heap);
+    at_once(
+        heap, true, 1000, 1000, 1, 2, 1,
+        [](Alloc& alloc) {
+          const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
+          return alloc.workspace(policy, kbuf::per_team{1024, 1000 * 4 * sizeof(int)}, "one lane");
+        },
+        [](int, const WS& ws, const kbuf::WorkspaceReport& r) {
+          REQUIRE(ws.slots() == 4224);
+          REQUIRE(ws.spill_lanes() == 1);
+          CHECK(r.spilling_arenas == 4224);
+          CHECK(r.spills + r.fallbacks == 2 * 4224);
+          CHECK(r.fallbacks >= 2 * 4223);  // the lane serves one arena at a time
+        });
+  }
+}
+
+TEST_CASE(
+    "workspace device: 4,224 teams that outgrow their slot at once complete in one round with no "
+    "heap beyond a device's, and the rerun fits") {
+  if (kbuf::Impl::is_device_space<exec>) return;
+  for (const std::size_t heap : device_heaps) {
+    CAPTURE(heap);
+    at_once(
+        heap, true, 200, 4000, 97, 3, 2,
+        [](Alloc& alloc) {
+          const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
+          return alloc.workspace(policy, kbuf::per_team{1024}, "device fill");
+        },
+        [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
+          REQUIRE(ws.slots() == 4224);
+          if (round == 1) CHECK(r.fallbacks == 3 * 4224);  // every take outgrew the 1 KiB slot
+          if (round == 2) {
+            CHECK(r.spill_peak <= r.lane_bytes);
+            CHECK(r.fallbacks == 0);  // 44 spilling arenas at once, and as many lanes
+          }
+        });
+  }
+}
+
+TEST_CASE(
+    "workspace device: 20,000 per_thread arenas at once complete in one round with no heap beyond "
+    "a device's, and the rerun fits") {
+  if (kbuf::Impl::is_device_space<exec>) return;
+  for (const std::size_t heap : device_heaps) {
+    CAPTURE(heap);
+    at_once(
+        heap, false, 25, 1000, 31, 1, 2,  // 50 and 2,000 doubles: 25 and 1,000 x 4 ints
+        [](Alloc& alloc) {
+          const Kokkos::RangePolicy<exec> policy(alloc.execution_space_instance(), 0, 20000);
+          return alloc.workspace(policy, kbuf::per_thread{512, 8192}, "device per thread");
+        },
+        [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
+          REQUIRE(ws.slots() == 20000);
+          if (round == 1) CHECK(r.fallbacks > 0);
+          if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
+        });
   }
 }
