@@ -6,30 +6,37 @@
 /// allocator's current scope, cut into slots (one per team, or per concurrent thread, that can be
 /// in flight at once) and spill lanes shared by all of them. Inside a kernel an `Arena` holds
 /// one slot and serves takes from it in LIFO order; a take that does not fit spills into a lane,
-/// and one that fits neither is served by a fallback allocation of its own, so that a round's
+/// and one that fits neither is served by the workspace's fallback region, so that a round's
 /// results are whole and its need is known in full. After the kernels, `finish()` reads what
 /// they needed, and the next workspace with the same label is sized for it.
 ///
 /// How it works, and why (docs/workspace.md has the long form):
-/// - **Memory.** `[header | slot and lane flags | per-slot records | slots x slot_bytes |
-///   lanes x lane_bytes]`, one allocation from the allocator. The header holds a histogram of
-///   the arenas' needs; each slot's record holds the counts of the arenas that held it, written
-///   by the holder alone (no atomic), and summed by `finish()`. Header, flags and records are
-///   zeroed on the allocator's execution space instance when the workspace is made.
+/// - **Memory.** `[header | slot and lane flags | region flags | per-slot records | slots x
+///   slot_bytes | lanes x lane_bytes | fallback region]`, one allocation from the allocator. The
+///   header holds a histogram of the arenas' needs; each slot's record holds the counts of the
+///   arenas that held it, written by the holder alone (no atomic), and summed by `finish()`.
+///   Header, flags and records are zeroed on the allocator's execution space instance when the
+///   workspace is made.
 /// - **Slots.** `per_team`: as many as teams can be in flight (the execution space's concurrency
 ///   over the threads of a team, at most the teams a GPU keeps resident, at most the league). A
 ///   team claims a free slot in `arena(team)`: one thread of the team probes the flags with
 ///   compare-and-swap, starting from its league rank, and the others wait for it
 ///   (`Kokkos::single`). The probe is bounded in time (it backs off between rounds); a team that
-///   finds no slot goes without one and every take of it spills. `per_thread`: the slot is the
-///   `UniqueToken` value; the token's exclusivity is the slot's.
+///   finds no slot goes without one and every take of it spills. `per_thread`: as many as
+///   threads can be in flight (the concurrency, at most the policy's iterations); `arena(token)`
+///   claims one the same way, from `token % slots()` on, so that any token value finds a slot
+///   (a GPU's global `UniqueToken` has as many values as the device's concurrency). With a
+///   `Kokkos::AUTO` team size the slots are counted for the team size the label's arenas ran
+///   with, once they have run.
 /// - **Takes.** Every thread (and vector lane) of a team calls `take` with the same arguments in
 ///   the same order, so each computes the same offset by itself: a take that fits its slot costs
 ///   no barrier and no atomic. A take that does not fit spills: the arena's first spill claims a
 ///   free lane (one pass over the lanes, never a wait), which it holds alone, as a second LIFO
 ///   stack, until its spilled takes are given back. A take that fits no lane (every lane taken,
-///   or too large) is a fallback: `malloc` on the device's heap or the host's, freed when its
-///   frame or arena ends.
+///   or too large) is a fallback: a run of chunks of the workspace's fallback region, claimed
+///   with compare-and-swap (one pass, never a wait, from the slot's home in the region on) and
+///   given back after a device-scope fence when its frame or arena ends; on host backends the
+///   host's heap serves what the region cannot. No kernel calls `malloc` on a device.
 /// - **Learning.** Each arena counts what it needed at once (as if its slot were unbounded);
 ///   when it ends its need goes into the histogram. `finish()` keeps the histogram under the
 ///   label; the next workspace with that label picks, for its own number of slots, the slot
@@ -38,7 +45,9 @@
 ///   alone, never from the schedule.
 /// - **Check mode** (pass-through mode or `KBUF_ENABLE_DEBUG`): each take is followed by a guard
 ///   zone, checked when its frame or arena ends; `WorkspaceReport::overruns` counts the takes
-///   whose zone was written.
+///   whose zone was written. With `KBUF_ENABLE_DEBUG` the threads of a team also compare their
+///   arenas before each step that synchronises them, through their slot's record and without a
+///   barrier, and abort when they differ or when part of the team does not come.
 
 #include <cstddef>
 #include <cstdint>
@@ -167,8 +176,11 @@ class Workspace {
   /// `TeamVectorRange` and `ThreadVectorRange`; the memory a take gives is then shared by the
   /// team, and filled by its threads in those ranges. A call made by some threads or lanes only
   /// desynchronises their copies of the arena: with `KBUF_ENABLE_DEBUG` the next collective step
-  /// (a spill, a frame's end, the arena's end) aborts and says so; without it, takes overlap
-  /// and a GPU may deadlock. A `per_thread` arena belongs to the one thread that made it.
+  /// (a spill, a checked take, a frame's end, the arena's end) aborts and says so, also when
+  /// the rest of the team never comes to it (after `KBUF_WORKSPACE_CHECK_MS`); without it,
+  /// takes overlap and a GPU may deadlock. An arena made by part of a team (`arena(team)` inside
+  /// `Kokkos::single`) is not caught: its slot claim is the team's barrier. A `per_thread` arena
+  /// belongs to the one thread that made it.
   class Arena {
    public:
     Arena(const Arena&) = delete;
@@ -180,10 +192,11 @@ class Workspace {
     KOKKOS_FUNCTION ~Arena() { end(); }
 
     /// An unmanaged View of `DataType` in `Layout`, one extent per runtime dimension: from the
-    /// slot; else from a spill lane; else from a fallback allocation of its own (device heap or
-    /// host heap). An empty view (data() null) for a zero size; and, with `ok()` false from then
-    /// on, for an extent that is negative, a size that overflows, an extent a legacy View of
-    /// rank 3 or more cannot hold (2^32 or more), or a fallback the heap cannot serve.
+    /// slot; else from a spill lane; else from the workspace's fallback region (and on host
+    /// backends, when that is full, the host's heap). An empty view (data() null) for a zero
+    /// size; and, with `ok()` false from then on, for an extent that is negative, a size that
+    /// overflows, an extent a legacy View of rank 3 or more cannot hold (2^32 or more), or a
+    /// fallback neither the region nor (host backends) the heap can serve.
     /// Uninitialised memory, aligned to the allocator's alignment (64 bytes at least), valid
     /// until the frame it was taken in (or the arena) ends. Team-collective (see the class).
     template <class DataType, class Layout = Kokkos::LayoutRight, class... Extents>
@@ -708,7 +721,8 @@ class Workspace {
   KOKKOS_FUNCTION std::size_t guard_bytes() const noexcept {
     return static_cast<std::size_t>(guard_);
   }
-  /// Bytes the workspace takes from its allocator (header, flags and records included).
+  /// Bytes the workspace takes from its allocator (header, flags, records and the fallback region
+  /// included).
   std::size_t bytes() const noexcept {
     return total_;
   }

@@ -91,6 +91,25 @@ long long vector_length_of(const Policy& policy) {
   }
 }
 
+/// Whether a team policy's team size is `Kokkos::AUTO`: a size of 0 or less (resolved only at
+/// launch, on a GPU), or one the policy says it chose itself (`impl_auto_team_size()`: the host
+/// backends resolve AUTO when the policy is made).
+template <class Policy, class = void>
+struct has_auto_team_size : std::false_type {};
+template <class Policy>
+struct has_auto_team_size<
+    Policy, std::void_t<decltype(std::declval<const Policy&>().impl_auto_team_size())>>
+    : std::true_type {};
+template <class Policy>
+bool auto_team_size(const Policy& policy) {
+  if (policy.team_size() <= 0) return true;
+  if constexpr (has_auto_team_size<Policy>::value) {
+    return policy.impl_auto_team_size();
+  } else {
+    return false;
+  }
+}
+
 /// Blocks the device of `exec` keeps resident at once (multiprocessors x the blocks each can
 /// hold, at most its threads over the warp size); 0 on the host, where the concurrency alone
 /// bounds the teams in flight.
@@ -248,7 +267,7 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy&
   const exec space = policy.space();
   long long vector = Impl::is_device_space<exec> ? Impl::vector_length_of(policy) : 1;
   long long team = static_cast<long long>(policy.team_size());
-  if (team <= 0) {
+  if (Impl::auto_team_size(policy)) {
     // Kokkos::AUTO: the threads per team the label's arenas ran with, once they have run (the
     // vector length counted in), else the smallest team.
     const auto found = learned_.find(label);
