@@ -62,6 +62,7 @@
 #include <kbuf/errors.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
+#include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/team_ops.hpp>
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/impl/workspace_device.hpp>
@@ -260,7 +261,7 @@ class Workspace {
 
     KOKKOS_FUNCTION Arena(const Workspace& ws, Impl::TeamHandle team, int slot)
         : header_(ws.header_),
-          record_(slot >= 0 ? ws.records_ + static_cast<std::size_t>(slot) * Impl::wr_words
+          record_(slot >= 0 ? ws.records_ + static_cast<std::size_t>(slot) * Impl::wr_stride
                             : ws.header_ + Impl::wh_shared),
           flags_(ws.flags_),
           lane_flags_(ws.lane_flags_),
@@ -273,12 +274,12 @@ class Workspace {
           fast_bytes_(slot >= 0 && ws.guard_ == 0 ? ws.slot_bytes_ : 0),
           slot_mem_(slot >= 0 ? ws.slots_mem_ + static_cast<std::size_t>(slot) * ws.slot_bytes_
                               : nullptr),
-          region_(ws.region_),
           team_(team),
           slot_(slot),
           start_(slot >= 0 ? static_cast<std::size_t>(slot) : 0),
           owns_flag_(slot >= 0),
-          shared_(slot < 0) {}
+          shared_(slot < 0),
+          region_(ws.region_) {}
 
     template <class V>
     KOKKOS_FUNCTION V refuse() {
@@ -470,6 +471,22 @@ class Workspace {
       }
     };
 
+    // A frame's end after events: gives back the fallbacks and checked takes made since `t`,
+    // and the lane if the frame began before it was claimed. Off the hot path (a frame's end
+    // without events is the common one), so that the loops of takes keep their registers.
+    KOKKOS_FUNCTION void release_since(const Tops& t) {
+      // What is left of the chains, found by each thread before one of them frees the rest
+      // (the blocks made since the frame began carry stamps above its event count).
+      void* fallbacks = Impl::fallback_left(fallbacks_, t.events);
+      void* checks = guard_ != 0 ? Impl::guard_left(checks_, t.events) : checks_;
+      Impl::team_barrier(team_);
+      Release release{this, t, false};
+      overruns_ += Impl::team_single<unsigned long long>(team_, release);
+      fallbacks_ = fallbacks;
+      checks_ = checks;
+      if (t.spill == 0) lane_ = -1;
+    }
+
     KOKKOS_FUNCTION void end_frame(int index, const Tops& t) {
       if (ended_ || index != depth_ - 1) {
         misuse(ended_ ? "kbuf::Workspace::Frame ended after its arena"
@@ -479,16 +496,7 @@ class Workspace {
       --depth_;
       check_team(step_frame, static_cast<unsigned long long>(index));
       if (events_ != t.events) {  // a spill (lane, fallback) or a checked take since
-        // What is left of the chains, found by each thread before one of them frees the rest
-        // (the blocks made since the frame began carry stamps above its event count).
-        void* fallbacks = Impl::fallback_left(fallbacks_, t.events);
-        void* checks = guard_ != 0 ? Impl::guard_left(checks_, t.events) : checks_;
-        Impl::team_barrier(team_);
-        Release release{this, t, false};
-        overruns_ += Impl::team_single<unsigned long long>(team_, release);
-        fallbacks_ = fallbacks;
-        checks_ = checks;
-        if (t.spill == 0) lane_ = -1;
+        release_since(t);
       } else if (team_.sync) {
         // The frame's end is the team's barrier: what follows may hand its memory out again.
         Impl::team_barrier(team_);
@@ -609,7 +617,6 @@ class Workspace {
     unsigned long long slot_bytes_;
     unsigned long long fast_bytes_;  // the slot's bytes the hot path serves (0 in check mode)
     unsigned char* slot_mem_;
-    Impl::FallbackRegion region_;
     Impl::TeamHandle team_;
     int slot_;
     std::size_t start_;  // where the lane probe starts
@@ -637,6 +644,7 @@ class Workspace {
     unsigned long long fallback_bytes_ = 0;
     unsigned long long failed_ = 0;
     unsigned long long overruns_ = 0;
+    Impl::FallbackRegion region_;  // last: the cold path's, after the words the hot path uses
   };
 
   /// LIFO release inside an arena: when it ends (its destructor), what was taken after it was

@@ -72,9 +72,9 @@ KBUF_IMPL_TEAM_KIND(hip_execution_space, team_hip)
 /// vector length on a GPU, the team size on the host).
 struct TeamHandle {
   const void* member = nullptr;
-  int kind = team_none;
-  bool sync = false;
   int threads = 1;
+  unsigned char kind = team_none;  // a team_kind (16 bytes in all, as the arena's other words)
+  bool sync = false;
 };
 
 /// The threads of the calling thread's block (device code; 1 elsewhere).
@@ -91,7 +91,7 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
   static_assert(team_kind_of<Member>::value >= 0,
                 "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
                 "OpenMP, Threads, CUDA or HIP is needed");
-  TeamHandle h{&team, team_kind_of<Member>::value, true, 1};
+  TeamHandle h{&team, 1, static_cast<unsigned char>(team_kind_of<Member>::value), true};
   KBUF_IMPL_IF_ON_DEVICE((h.threads = block_threads();))
   KBUF_IMPL_IF_ON_HOST((h.threads = team.team_size();
                         h.sync = team.team_size() > 1 || team_kind_of<Member>::value == team_cuda ||

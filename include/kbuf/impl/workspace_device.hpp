@@ -18,6 +18,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <kbuf/impl/device_code.hpp>
+#include <kbuf/impl/macros.hpp>
 
 namespace kbuf {
 namespace Impl {
@@ -56,6 +57,10 @@ enum workspace_record : int {
   wr_check_result,
   wr_words
 };
+
+/// Words from one slot's record to the next: whole cache lines (64 bytes), so that the holders
+/// of two slots (two host threads, two multiprocessors) never write the same line.
+inline constexpr int wr_stride = (wr_words + 7) / 8 * 8;
 
 /// Buckets of the needs' histogram: 0..4 bytes one each, then four per octave.
 inline constexpr int workspace_buckets = 256;
@@ -418,9 +423,11 @@ inline void heap_release(void* block) {
 /// in the unit in front of it: a run of the workspace's region (searched from chunk `start`),
 /// else, in host code, the host's heap; a GPU's kernels never call `malloc` (CUDA's device heap
 /// is 8 MiB unless raised, and ROCm before 4.5 traps on it). Null when neither serves it.
-KOKKOS_INLINE_FUNCTION void* fallback_take(unsigned long long bytes, unsigned long long unit,
-                                           void* previous, unsigned long long stamp,
-                                           const FallbackRegion& region, unsigned long long start) {
+KBUF_IMPL_COLD KOKKOS_FUNCTION inline void* fallback_take(unsigned long long bytes,
+                                                          unsigned long long unit, void* previous,
+                                                          unsigned long long stamp,
+                                                          const FallbackRegion& region,
+                                                          unsigned long long start) {
   const unsigned long long room = bytes + unit;
   if (room < bytes) return nullptr;
   unsigned char* q = nullptr;
@@ -454,8 +461,8 @@ KOKKOS_INLINE_FUNCTION void* fallback_left(void* newest, unsigned long long floo
 /// Gives back the fallback blocks of a chain from `newest` back, while their stamp is above
 /// `floor` (all of them for a floor of 0): a region's chunks after a device-scope fence, a host
 /// heap block to the heap.
-KOKKOS_INLINE_FUNCTION void fallback_release(void* newest, unsigned long long floor,
-                                             const FallbackRegion& region) {
+KBUF_IMPL_COLD KOKKOS_FUNCTION inline void fallback_release(void* newest, unsigned long long floor,
+                                                            const FallbackRegion& region) {
   while (newest != nullptr && static_cast<unsigned long long*>(newest)[-fw_stamp] > floor) {
     const unsigned long long* words = static_cast<unsigned long long*>(newest);
     void* before = static_cast<void**>(newest)[-fw_previous];

@@ -371,7 +371,7 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   const std::size_t small = static_cast<std::size_t>(1) << 56;  // what no slot count reaches
   KBUF_EXPECTS(
       Impl::mul_add(slots + lanes, Impl::flag_stride * sizeof(unsigned int), 0, &flags_bytes) &&
-          Impl::mul_add(slots, Impl::wr_words * sizeof(unsigned long long), 0, &records_bytes) &&
+          Impl::mul_add(slots, Impl::wr_stride * sizeof(unsigned long long), 0, &records_bytes) &&
           flags_bytes <= small && records_bytes <= small,
       call, " with ", bytes, " bytes, label '", label, "', on allocator '", label_,
       "': the records of ", slots, " slots overflow size_t");
@@ -403,7 +403,7 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   // The fallback region in chunks, and as much of it as the allocator's limit (and its pool's)
   // leaves room for beside the rest of the workspace.
   unsigned shift = 0;
-  std::size_t chunks = Impl::region_chunks(region_blocks, region_block, unit, &shift);
+  std::size_t chunks = Impl::region_chunks(region_blocks, region_block, slots, unit, &shift);
   std::size_t room = limit_ == static_cast<std::size_t>(-1) ? limit_ : limit_ - held();
   if (budget_ != nullptr) {
     const std::size_t pool_limit = budget_->limit();
@@ -518,7 +518,7 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
   owner_->fence();
   // The header, and every slot's record: what the arenas counted.
   const std::size_t head_words = Impl::wh_words;
-  const std::size_t record_words = slots_ * Impl::wr_words;
+  const std::size_t record_words = slots_ * Impl::wr_stride;
   std::vector<unsigned long long> h(head_words);
   std::vector<unsigned long long> rec(record_words);
   using host_words = Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
@@ -546,7 +546,7 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
       if (r[Impl::wr_pending_max] > hist[2 * b + 1]) hist[2 * b + 1] = r[Impl::wr_pending_max];
     }
   };
-  for (std::size_t s = 0; s < slots_; ++s) fold(rec.data() + s * Impl::wr_words);
+  for (std::size_t s = 0; s < slots_; ++s) fold(rec.data() + s * Impl::wr_stride);
 
   WorkspaceReport r;
   r.takes = sum[Impl::wr_takes];
@@ -599,8 +599,8 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
       const Impl::RerunFallback f =
           Impl::rerun_fallback(learning.needs, next, slots_, static_cast<std::size_t>(unit_));
       unsigned shift = 0;
-      const std::size_t chunks =
-          Impl::region_chunks(f.blocks, f.block_bytes, static_cast<std::size_t>(unit_), &shift);
+      const std::size_t chunks = Impl::region_chunks(f.blocks, f.block_bytes, slots_,
+                                                     static_cast<std::size_t>(unit_), &shift);
       r.next_fallback_region_bytes = chunks << shift;
     }
   } else {

@@ -249,26 +249,35 @@ inline RerunFallback rerun_fallback(const WorkspaceNeeds& needs, const Workspace
   return r;
 }
 
-/// The chunk of a fallback region of `bytes`: a power of two, at least `unit`, and large enough
-/// that the region has at most `region_chunks_most` chunks (a claim scans their flags).
+/// The chunk of a fallback region of `bytes` shared by `pieces` (its slots' homes, or the
+/// blocks it is sized for): a power of two, at least `unit`, and large enough that the region
+/// has at most `region_chunks_most` chunks (a claim scans their flags) and at most
+/// `region_chunks_per_piece` per piece (a fallback claims a flag per chunk it spans: a few
+/// chunks for a take of the size the region is cut for).
 inline constexpr std::size_t region_chunks_most = 65536;
-inline unsigned region_chunk_shift(std::size_t bytes, std::size_t unit) noexcept {
+inline constexpr std::size_t region_chunks_per_piece = 64;
+inline unsigned region_chunk_shift(std::size_t bytes, std::size_t unit,
+                                   std::size_t pieces) noexcept {
+  std::size_t most = region_chunks_most;
+  if (pieces != 0 && pieces < most / region_chunks_per_piece) {
+    most = pieces * region_chunks_per_piece;
+  }
   unsigned shift = 0;
   while ((std::size_t(1) << shift) < unit) ++shift;
-  while (shift < 62 && bytes / (std::size_t(1) << shift) > region_chunks_most) ++shift;
+  while (shift < 62 && bytes / (std::size_t(1) << shift) > most) ++shift;
   return shift;
 }
 
 /// The chunks of a fallback region of `blocks` blocks of `block` bytes each (a first round's:
-/// one block, the region's bytes, rounded down to chunks), at most 2^60 bytes; `shift`
-/// receives the chunk's (`region_chunk_shift`).
-inline std::size_t region_chunks(std::size_t blocks, std::size_t block, std::size_t unit,
-                                 unsigned* shift) noexcept {
+/// one block, the region's bytes, rounded down to chunks, shared by `pieces` slots), at most
+/// 2^60 bytes; `shift` receives the chunk's (`region_chunk_shift`).
+inline std::size_t region_chunks(std::size_t blocks, std::size_t block, std::size_t pieces,
+                                 std::size_t unit, unsigned* shift) noexcept {
   const std::size_t most = static_cast<std::size_t>(1) << 60;
-  *shift = region_chunk_shift(0, unit);
+  *shift = region_chunk_shift(0, unit, 1);
   if (blocks == 0 || block == 0) return 0;
   const std::size_t want = block > most / blocks ? most : blocks * block;
-  *shift = region_chunk_shift(want, unit);
+  *shift = region_chunk_shift(want, unit, blocks == 1 ? pieces : blocks);
   if (blocks == 1) return want >> *shift;
   const std::size_t each = (block + (static_cast<std::size_t>(1) << *shift) - 1) >> *shift;
   return each > (most >> *shift) / blocks ? most >> *shift : blocks * each;
