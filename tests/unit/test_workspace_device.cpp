@@ -343,27 +343,31 @@ const std::size_t mib = std::size_t(1) << 20;
 // had before they had a region), and none (what they have now: kernels never call malloc).
 const std::size_t device_heaps[] = {8 * mib, 0};
 
-// Runs `rounds` rounds of AllAtOnce over the workspace `make(alloc)` returns (its slots are the
-// arenas), under an emulated H200 with a host heap of `heap` bytes; `check(round, report)`.
+// For each heap of `device_heaps`, under an emulated H200 with a host heap of that many bytes:
+// `rounds` rounds of AllAtOnce over the workspace `make(alloc)` returns (its slots are the
+// arenas), each checked, then `check(round, workspace, report)`.
 template <class Make, class Check>
-void at_once(std::size_t heap, bool per_team, int n, int large, int every, int frames, int rounds,
-             const Make& make, const Check& check) {
-  const EmulatedH200 h200(heap);
-  Alloc alloc(1 << 20);
-  auto scope = alloc.scope();
-  for (int round = 1; round <= rounds; ++round) {
-    CAPTURE(round);
-    WS ws = make(alloc);
-    const int arenas = static_cast<int>(ws.slots());
-    counts out("out", 3);
-    Kokkos::View<unsigned char*, Kokkos::HostSpace> storage("storage", AllAtOnce::bytes(arenas));
-    Kokkos::parallel_for("at once", team_policy(alloc.execution_space_instance(), 1, 1),
-                         AllAtOnce{ws, per_team, arenas, n, large, every, frames, storage, out});
-    const kbuf::WorkspaceReport r = ws.finish();
-    CHECK(kbuf_test::nonzero_entries(out) == "");
-    CHECK(r.complete());
-    CHECK(r.arenas == static_cast<std::size_t>(arenas));
-    check(round, ws, r);
+void at_once(bool per_team, int n, int large, int every, int frames, int rounds, const Make& make,
+             const Check& check) {
+  for (const std::size_t heap : device_heaps) {
+    CAPTURE(heap);
+    const EmulatedH200 h200(heap);
+    Alloc alloc(1 << 20);
+    auto scope = alloc.scope();
+    for (int round = 1; round <= rounds; ++round) {
+      CAPTURE(round);
+      WS ws = make(alloc);
+      const int arenas = static_cast<int>(ws.slots());
+      counts out("out", 3);
+      Kokkos::View<unsigned char*, Kokkos::HostSpace> storage("storage", AllAtOnce::bytes(arenas));
+      Kokkos::parallel_for("at once", team_policy(alloc.execution_space_instance(), 1, 1),
+                           AllAtOnce{ws, per_team, arenas, n, large, every, frames, storage, out});
+      const kbuf::WorkspaceReport r = ws.finish();
+      CHECK(kbuf_test::nonzero_entries(out) == "");
+      CHECK(r.complete());
+      CHECK(r.arenas == static_cast<std::size_t>(arenas));
+      check(round, ws, r);
+    }
   }
 }
 
@@ -372,62 +376,53 @@ void at_once(std::size_t heap, bool per_team, int n, int large, int every, int f
 TEST_CASE(
     "workspace device: one lane for many spillers at an H200's scale (4,224 teams each needing "
     "16 KB at once) completes in one round with no heap beyond a device's") {
-  for (const std::size_t heap : device_heaps) {
-    CAPTURE(heap);
-    at_once(
-        heap, true, 1000, 1000, 1, 2, 1,
-        [](Alloc& alloc) {
-          const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
-          return alloc.workspace(policy, kbuf::per_team{1024, 1000 * 4 * sizeof(int)}, "one lane");
-        },
-        [](int, const WS& ws, const kbuf::WorkspaceReport& r) {
-          REQUIRE(ws.slots() == 4224);
-          REQUIRE(ws.spill_lanes() == 1);
-          CHECK(r.spilling_arenas == 4224);
-          CHECK(r.spills + r.fallbacks == 2 * 4224);
-          CHECK(r.fallbacks >= 2 * 4223);  // the lane serves one arena at a time
-        });
-  }
+  at_once(
+      true, 1000, 1000, 1, 2, 1,
+      [](Alloc& alloc) {
+        const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
+        return alloc.workspace(policy, kbuf::per_team{1024, 1000 * 4 * sizeof(int)}, "one lane");
+      },
+      [](int, const WS& ws, const kbuf::WorkspaceReport& r) {
+        REQUIRE(ws.slots() == 4224);
+        REQUIRE(ws.spill_lanes() == 1);
+        CHECK(r.spilling_arenas == 4224);
+        CHECK(r.spills + r.fallbacks == 2 * 4224);
+        CHECK(r.fallbacks >= 2 * 4223);  // the lane serves one arena at a time
+      });
 }
 
 TEST_CASE(
     "workspace device: 4,224 teams that outgrow their slot at once complete in one round with no "
     "heap beyond a device's, and the rerun fits") {
-  for (const std::size_t heap : device_heaps) {
-    CAPTURE(heap);
-    at_once(
-        heap, true, 200, 4000, 97, 3, 2,
-        [](Alloc& alloc) {
-          const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
-          return alloc.workspace(policy, kbuf::per_team{1024}, "device fill");
-        },
-        [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
-          REQUIRE(ws.slots() == 4224);
-          if (round == 1) CHECK(r.fallbacks == 3 * 4224);  // every take outgrew the 1 KiB slot
-          if (round == 2) {
-            CHECK(r.spill_peak <= r.lane_bytes);
-            CHECK(r.fallbacks == 0);  // 44 spilling arenas at once, and as many lanes
-          }
-        });
-  }
+  at_once(
+      true, 200, 4000, 97, 3, 2,
+      [](Alloc& alloc) {
+        const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
+        return alloc.workspace(policy, kbuf::per_team{1024}, "device fill");
+      },
+      [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
+        REQUIRE(ws.slots() == 4224);
+        if (round == 1) CHECK(r.fallbacks == 3 * 4224);  // every take outgrew the 1 KiB slot
+        if (round == 2) {
+          CHECK(r.spill_peak <= r.lane_bytes);
+          CHECK(r.fallbacks == 0);  // 44 spilling arenas at once, and as many lanes
+        }
+      });
 }
 
 TEST_CASE(
     "workspace device: 20,000 per_thread arenas at once complete in one round with no heap beyond "
     "a device's, and the rerun fits") {
-  for (const std::size_t heap : device_heaps) {
-    CAPTURE(heap);
-    at_once(
-        heap, false, 25, 1000, 31, 1, 2,  // 50 and 2,000 doubles: 25 and 1,000 x 4 ints
-        [](Alloc& alloc) {
-          const Kokkos::RangePolicy<exec> policy(alloc.execution_space_instance(), 0, 20000);
-          return alloc.workspace(policy, kbuf::per_thread{512, 8192}, "device per thread");
-        },
-        [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
-          REQUIRE(ws.slots() == 20000);
-          if (round == 1) CHECK(r.fallbacks > 0);
-          if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
-        });
-  }
+  at_once(
+      false, 25, 1000, 31, 1, 2,  // 50 and 2,000 doubles: 25 and 1,000 x 4 ints
+      [](Alloc& alloc) {
+        const Kokkos::RangePolicy<exec> policy(alloc.execution_space_instance(), 0, 20000);
+        return alloc.workspace(policy, kbuf::per_thread{512, 8192}, "device per thread");
+      },
+      [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
+        REQUIRE(ws.slots() == 20000);
+        if (round == 1) CHECK(r.fallbacks > 0);
+        if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
+      });
 }
 #endif
