@@ -582,3 +582,25 @@ TEST_CASE(
   CHECK(r.fallbacks == 0);
   CHECK(r.complete());
 }
+
+TEST_CASE(
+    "workspace: the first round's fallback region is cut to what the allocator's limit leaves, "
+    "never refused for it") {
+  Alloc alloc(1 << 16);
+  const auto policy = policy_for(alloc, 4);
+  const std::size_t room = 48 * 1024;
+  alloc.limit(alloc.held() + room);
+  auto scope = alloc.scope();
+  auto ws = alloc.workspace(policy, kbuf::per_team{1024}, "limited region");
+  const std::size_t full = kbuf::Impl::first_round_fallback(ws.slots(), 1024);
+  CHECK(ws.fallback_region_bytes() > 0);
+  CHECK(ws.fallback_region_bytes() < full);
+  CHECK(alloc.held() <= alloc.limit());
+  (void)ws.finish();
+  // One asked for explicitly is that size (in whole chunks), with no limit in the way.
+  Alloc other(1 << 20);
+  auto other_scope = other.scope();
+  auto asked = other.workspace(policy_for(other, 4), kbuf::per_team{1024, 0, 4096}, "asked");
+  CHECK(asked.fallback_region_bytes() == 4096);
+  CHECK(asked.finish().fallback_region_bytes == 4096);
+}
