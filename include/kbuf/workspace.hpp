@@ -576,6 +576,12 @@ class Workspace {
         SignatureOf of{mine};
         agreed = Impl::team_single<unsigned long long>(team_, of) == mine ? 1 : 0;
       }
+      if (agreed != 1 && !shared_ &&
+          Impl::atomic_cas(&record_[Impl::wr_check_abort], 0ull, 1ull) != 0ull) {
+        // Another thread of the team reports it: wait for the abort (on the host two threads
+        // in abort at once can crash it instead).
+        for (;;) Impl::probe_backoff(8);
+      }
       if (agreed < 0) {
         Kokkos::abort(
             "kbuf::Workspace::Arena: the threads of a team made different takes or frames: "

@@ -55,6 +55,7 @@ enum workspace_record : int {
   wr_check_sum,
   wr_check_generation,
   wr_check_result,
+  wr_check_abort,  // the thread that reports the team's misuse (one: two in abort can crash it)
   wr_words
 };
 
