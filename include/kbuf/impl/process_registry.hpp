@@ -64,8 +64,8 @@ struct ThreadStates {
   ThreadSpaceState spaces[max_spaces] = {};
   std::size_t count = 0;
   use_process_allocators* innermost_all = nullptr;  // the newest live guard, or null
-  std::uint64_t all_serial = 0;                      // its serial, 0 for none
-  std::uint64_t next_serial = 0;                     // the last serial given to a guard
+  std::uint64_t all_serial = 0;                     // its serial, 0 for none
+  std::uint64_t next_serial = 0;                    // the last serial given to a guard
 
   /// The serial of a guard made now.
   std::uint64_t new_serial() noexcept { return ++next_serial; }
@@ -97,7 +97,7 @@ KBUF_IMPL_EXPORT inline ThreadStates& thread_states() noexcept {
 
 /// The calling thread's slot for the memory space named `key`, made on first use.
 KBUF_IMPL_COLD inline ThreadSpaceState& thread_space_state(const char* key,
-                                                          const char* name) noexcept {
+                                                           const char* name) noexcept {
   ThreadStates& t = thread_states();
   for (std::size_t i = 0; i < t.count; ++i) {
     if (std::strcmp(t.spaces[i].key, key) == 0) return t.spaces[i];
