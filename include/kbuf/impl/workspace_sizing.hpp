@@ -75,8 +75,9 @@ struct WorkspaceSizes {
   long double bytes = 0;        ///< slots x slot_bytes + lanes x lane_bytes
 };
 
-/// The most often a spilling arena may find every lane taken: it is then served by fallback
-/// allocations, which cost far more than a lane (a device-side malloc on a GPU).
+/// The most often a spilling arena may find every lane taken: it is then served by the fallback
+/// region, whose runs cost several times a lane's take and which, on a GPU, has nothing behind
+/// it.
 inline constexpr double lane_miss_target = 0.01;
 
 /// P(X >= k) for X ~ Binomial(n, p), summed in log space so that no term underflows for the
