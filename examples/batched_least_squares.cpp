@@ -703,8 +703,9 @@ int main(int argc, char** argv) {
     const int reps = std::max(3, o.repeat);
     const double none = ns_per_temporary(plain, MicroNone{sink}, reps);
     const double w = ns_per_temporary(plain, MicroWorkspace{ws, sink}, reps);
-    // The same takes when none fits a slot or a lane: each is a fallback (the heap's malloc and
-    // free, here the host's), what a first round from a guess too small costs per take.
+    // The same takes when none fits a slot or a lane: each is a fallback (a run of the
+    // workspace's fallback region, claimed and given back), what a first round from a guess too
+    // small costs per take.
     auto fallback_ws = alloc.workspace(plain, kbuf::per_team{0}, "micro fallback");
     const double fb = ns_per_temporary(plain, MicroTakes<true>{fallback_ws, sink}, reps);
     const kbuf::WorkspaceReport fr = fallback_ws.finish();
@@ -722,7 +723,7 @@ int main(int argc, char** argv) {
         "failed %zu\n",
         s / w, mp / w, wr.takes, wr.failed_takes);
     std::printf(
-        "  a take served by a fallback (no slot, no lane) + its release %8.2f (%zu of %zu "
+        "  a take served by the fallback region (no slot, no lane) + its release %8.2f (%zu of %zu "
         "takes), %.1f times a take from the slot\n",
         fb, fr.fallbacks, fr.takes, fb / w);
     if (!wr.complete() || !fr.complete()) good = false;

@@ -87,6 +87,10 @@ build_dir=$(cd "$build_dir" && pwd)
 record="$build_dir/gpu-check"
 report=${report:-$build_dir/gpu-check-report.md}
 
+# Executables the run uses beside the tests ctest knows (a device build registers no CTest test
+# for the workspace's team-misuse program: its tests call cmake).
+extra_executables="src/demo/kbuf-demo bench/kbuf-bench tests/reliability/kbuf-test-workspace-team-misuse"
+
 # ---- Build -------------------------------------------------------------------------------------
 build() {
   kokkos=$(cd "$kokkos" && pwd)
@@ -183,7 +187,7 @@ EOF
 copy_runtime_libraries() {
   mkdir -p "$record/lib"
   local exe lib
-  for exe in $(cut -f5 "$record/tests.tsv" | sed -n 's|^@B@/||p' | sort -u) src/demo/kbuf-demo bench/kbuf-bench; do
+  for exe in $(cut -f5 "$record/tests.tsv" | sed -n 's|^@B@/||p' | sort -u) $extra_executables; do
     [[ -x "$build_dir/$exe" ]] || continue
     ldd "$build_dir/$exe" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// {print $3}' |
       grep -vE '^/(usr/)?lib(64)?/' | grep -v 'libcuda\.so' || true
@@ -210,7 +214,7 @@ make_bundle() {
   {
     echo "gpu-check"
     cut -f5 "$record/tests.tsv" | sed -n 's|^@B@/||p'
-    for exe in src/demo/kbuf-demo bench/kbuf-bench; do [[ -x "$build_dir/$exe" ]] && echo "$exe"; done
+    for exe in $extra_executables; do [[ -x "$build_dir/$exe" ]] && echo "$exe"; done
   } | sort -u > "$list"
   tar -czf "$bundle" -C "$build_dir" -T "$list"
   rm -f "$list"
@@ -263,6 +267,34 @@ run_tests() {
   echo "$pass of $total tests passed, $fail failed"
   for f in "${failed[@]}"; do echo "  failed: $f"; done
   [[ $fail == 0 ]]
+}
+
+# The workspace's team-misuse program in each of its modes, with a time limit: a misuse passes
+# when it exits non-zero with the check's message before the limit, the correct kernel when it
+# says "ended normally".
+misuse_cases() {
+  local exe=$1 rc=0 status=0 mode out
+  local tmo=()
+  command -v timeout > /dev/null && tmo=(timeout 120)
+  for mode in "" --spill-in-single --spill-in-broadcast --spill-in-range --correct; do
+    rc=0
+    # shellcheck disable=SC2086  # an empty mode is no argument
+    out=$("${tmo[@]}" "$exe" $mode 2>&1) || rc=$?
+    if [[ "$mode" == --correct ]]; then
+      if [[ $rc == 0 && "$out" == *"ended normally"* ]]; then
+        echo "  ${mode:-(take in single)}: ended normally"
+      else
+        echo "  $mode: FAILED (exit $rc)"; status=1
+      fi
+    elif [[ $rc != 0 && $rc != 124 && "$out" == *"the threads of a team made different takes"* ]]; then
+      echo "  ${mode:-(take in single)}: aborted with the check's message (exit $rc)"
+    else
+      echo "  ${mode:-(take in single)}: FAILED (exit $rc$([[ $rc == 124 ]] && echo ', hung'))"
+      status=1
+    fi
+    printf '%s\n' "$out" | grep -m1 "kbuf::Workspace" | cut -c1-160 | sed 's/^/    /' || true
+  done
+  return $status
 }
 
 section() {  # section TITLE COMMAND...: runs it, prints its output in a fenced block
@@ -331,11 +363,26 @@ run() {
   fi
 
   # The workspace in the shapes only a device shows: thousands of teams in flight (bytes held
-  # against fixed slots), one lane for many spilling teams, per_thread spills; then the batched
-  # jobs that use it (the example and, with Kokkos Kernels, the batched fits).
+  # against fixed slots), one lane for many spilling teams, per_thread spills, Kokkos::AUTO teams
+  # (the rerun's slots for the team size Kokkos chose), every first round served by the fallback
+  # region with CUDA's default heap; per_thread arenas over the device's global UniqueToken and
+  # over token values near its concurrency; the misuse checks; then the batched jobs that use it
+  # (the example and, with Kokkos Kernels, the batched fits).
   local wsx="$build_dir/tests/unit/kbuf-test-workspace-device"
   if [[ -x "$wsx" ]]; then
     section "Workspace on the device (unit.workspace_device)" "$wsx" >> "$report" || status=1
+  fi
+  local wsu="$build_dir/tests/unit/kbuf-test-workspace"
+  if [[ -x "$wsu" ]]; then
+    section "Workspace per_thread arenas on the device (unit.workspace)" "$wsu" \
+      "--test-case=*per_thread*" >> "$report" || status=1
+  fi
+  # A team whose threads make different takes (debug checks): each misuse must abort with the
+  # message, within the check's bound (2 s) and never hang; the correct kernel must end normally.
+  local misuse="$build_dir/tests/reliability/kbuf-test-workspace-team-misuse"
+  if [[ -x "$misuse" ]]; then
+    section "Workspace misuse on the device (kbuf-test-workspace-team-misuse)" \
+      misuse_cases "$misuse" >> "$report" || status=1
   fi
   local bls="$build_dir/examples/kbuf-batched-least-squares"
   if [[ -x "$bls" ]]; then

@@ -544,12 +544,12 @@ class BufferAllocator final : private Impl::BufferPolicy {
   template <class>
   friend class Workspace;
 
-  // The common part of both workspace() calls, for `slots` slots of `bytes` (a first guess),
-  // for a policy on `instance`.
+  // The common part of both workspace() calls, for `slots` slots of `bytes` (a first guess, as
+  // `spill` and `fallback` are), for a policy on `instance`.
   template <class ExecSpace>
   Workspace<MemorySpace> make_workspace(const char* call, const ExecSpace& instance,
                                         std::size_t slots, std::size_t bytes, std::size_t spill,
-                                        bool team, std::string label);
+                                        std::size_t fallback, bool team, std::string label);
 
   // What each workspace label learned (stable addresses: workspaces point at their record).
   std::map<std::string, Impl::WorkspaceLearning> learned_;

@@ -6,30 +6,37 @@
 /// allocator's current scope, cut into slots (one per team, or per concurrent thread, that can be
 /// in flight at once) and spill lanes shared by all of them. Inside a kernel an `Arena` holds
 /// one slot and serves takes from it in LIFO order; a take that does not fit spills into a lane,
-/// and one that fits neither is served by a fallback allocation of its own, so that a round's
+/// and one that fits neither is served by the workspace's fallback region, so that a round's
 /// results are whole and its need is known in full. After the kernels, `finish()` reads what
 /// they needed, and the next workspace with the same label is sized for it.
 ///
 /// How it works, and why (docs/workspace.md has the long form):
-/// - **Memory.** `[header | slot and lane flags | per-slot records | slots x slot_bytes |
-///   lanes x lane_bytes]`, one allocation from the allocator. The header holds a histogram of
-///   the arenas' needs; each slot's record holds the counts of the arenas that held it, written
-///   by the holder alone (no atomic), and summed by `finish()`. Header, flags and records are
-///   zeroed on the allocator's execution space instance when the workspace is made.
+/// - **Memory.** `[header | slot and lane flags | region flags | per-slot records | slots x
+///   slot_bytes | lanes x lane_bytes | fallback region]`, one allocation from the allocator. The
+///   header holds a histogram of the arenas' needs; each slot's record holds the counts of the
+///   arenas that held it, written by the holder alone (no atomic), and summed by `finish()`.
+///   Header, flags and records are zeroed on the allocator's execution space instance when the
+///   workspace is made.
 /// - **Slots.** `per_team`: as many as teams can be in flight (the execution space's concurrency
 ///   over the threads of a team, at most the teams a GPU keeps resident, at most the league). A
 ///   team claims a free slot in `arena(team)`: one thread of the team probes the flags with
 ///   compare-and-swap, starting from its league rank, and the others wait for it
 ///   (`Kokkos::single`). The probe is bounded in time (it backs off between rounds); a team that
-///   finds no slot goes without one and every take of it spills. `per_thread`: the slot is the
-///   `UniqueToken` value; the token's exclusivity is the slot's.
+///   finds no slot goes without one and every take of it spills. `per_thread`: as many as
+///   threads can be in flight (the concurrency, at most the policy's iterations); `arena(token)`
+///   claims one the same way, from `token % slots()` on, so that any token value finds a slot
+///   (a GPU's global `UniqueToken` has as many values as the device's concurrency). With a
+///   `Kokkos::AUTO` team size the slots are counted for the team size the label's arenas ran
+///   with, once they have run.
 /// - **Takes.** Every thread (and vector lane) of a team calls `take` with the same arguments in
 ///   the same order, so each computes the same offset by itself: a take that fits its slot costs
 ///   no barrier and no atomic. A take that does not fit spills: the arena's first spill claims a
 ///   free lane (one pass over the lanes, never a wait), which it holds alone, as a second LIFO
 ///   stack, until its spilled takes are given back. A take that fits no lane (every lane taken,
-///   or too large) is a fallback: `malloc` on the device's heap or the host's, freed when its
-///   frame or arena ends.
+///   or too large) is a fallback: a run of chunks of the workspace's fallback region, claimed
+///   with compare-and-swap (one pass, never a wait, from the slot's home in the region on) and
+///   given back after a device-scope fence when its frame or arena ends; on host backends the
+///   host's heap serves what the region cannot. No kernel calls `malloc` on a device.
 /// - **Learning.** Each arena counts what it needed at once (as if its slot were unbounded);
 ///   when it ends its need goes into the histogram. `finish()` keeps the histogram under the
 ///   label; the next workspace with that label picks, for its own number of slots, the slot
@@ -38,7 +45,9 @@
 ///   alone, never from the schedule.
 /// - **Check mode** (pass-through mode or `KBUF_ENABLE_DEBUG`): each take is followed by a guard
 ///   zone, checked when its frame or arena ends; `WorkspaceReport::overruns` counts the takes
-///   whose zone was written.
+///   whose zone was written. With `KBUF_ENABLE_DEBUG` the threads of a team also compare their
+///   arenas before each step that synchronises them, through their slot's record and without a
+///   barrier, and abort when they differ or when part of the team does not come.
 
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +62,7 @@
 #include <kbuf/errors.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
+#include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/team_ops.hpp>
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/impl/workspace_device.hpp>
@@ -69,12 +79,17 @@ class BufferAllocator;
 struct per_team {
   std::size_t bytes;            ///< bytes of each slot
   std::size_t spill_bytes = 0;  ///< bytes of the spill area (one lane)
+  /// Bytes of the first round's fallback region, which serves the takes that fit neither their
+  /// slot nor a lane; 0 (the default): `slots x max(64 KiB, bytes)`, at most 256 MiB. Either is
+  /// bounded by what the allocator's limit leaves.
+  std::size_t fallback_bytes = 0;
 };
 /// A workspace's size per concurrent thread (a `Kokkos::Experimental::UniqueToken` value), and
 /// its spill area, as for `per_team`.
 struct per_thread {
-  std::size_t bytes;            ///< bytes of each slot
-  std::size_t spill_bytes = 0;  ///< bytes of the spill area (one lane)
+  std::size_t bytes;               ///< bytes of each slot
+  std::size_t spill_bytes = 0;     ///< bytes of the spill area (one lane)
+  std::size_t fallback_bytes = 0;  ///< the first round's fallback region, as for `per_team`
 };
 
 /// What the kernels between `workspace()` and `finish()` did with one workspace.
@@ -87,10 +102,10 @@ struct WorkspaceReport {
   /// True when every take was served: the kernels' results are whole.
   [[nodiscard]] bool complete() const noexcept { return failed_takes == 0; }
 
-  /// Takes served by an allocation of their own outside the slots and lanes (a device-side
-  /// `malloc` on CUDA and HIP, the host heap on host backends): a take that fit neither its
-  /// slot nor a lane. A first round from a small guess has them; a rerun has them only for
-  /// arenas that found every lane taken (`lanes_missed`).
+  /// Takes served outside the slots and lanes: by the workspace's fallback region, else (host
+  /// backends only) by the host's heap: a take that fit neither its slot nor a lane. A first
+  /// round from a small guess has them; a rerun has them only for arenas that found every lane
+  /// taken (`lanes_missed`) or no slot.
   std::size_t fallbacks = 0;
   std::size_t fallback_bytes = 0;  ///< bytes of those takes (alignment included)
   /// Takes whose guard zone was written: an overrun past the end of the take (check mode only:
@@ -100,19 +115,25 @@ struct WorkspaceReport {
   std::size_t first_overrun_take = 0;   ///< the first overrun found: the take's index in its arena
   std::size_t first_overrun_bytes = 0;  ///< and the bytes written past its end (at most the zone)
 
-  std::size_t arenas = 0;            ///< arenas that ended (teams, or token holders)
-  std::size_t slots = 0;             ///< slots of the workspace
-  std::size_t slot_bytes = 0;        ///< bytes of each slot
-  std::size_t spill_lanes = 0;       ///< spill lanes of the workspace
-  std::size_t lane_bytes = 0;        ///< bytes of each lane
-  std::size_t spill_peak = 0;        ///< the most one arena asked of its lane at once
-  std::size_t spilling_arenas = 0;   ///< arenas that spilled
-  std::size_t lanes_missed = 0;      ///< of those, arenas that found every lane taken
-  std::size_t unslotted_arenas = 0;  ///< arenas that found no free slot in their bounded probe
-  std::size_t next_slot_bytes = 0;   ///< what the next workspace with this label gets per slot
-  std::size_t next_spill_lanes = 0;  ///< its spill lanes (for as many slots as this one)
-  std::size_t next_lane_bytes = 0;   ///< and the bytes of each
-  double next_miss_probability = 0;  ///< how often a spilling arena will find every lane taken
+  std::size_t arenas = 0;                 ///< arenas that ended (teams, or token holders)
+  std::size_t slots = 0;                  ///< slots of the workspace
+  std::size_t slot_bytes = 0;             ///< bytes of each slot
+  std::size_t spill_lanes = 0;            ///< spill lanes of the workspace
+  std::size_t lane_bytes = 0;             ///< bytes of each lane
+  std::size_t spill_peak = 0;             ///< the most one arena asked of its lane at once
+  std::size_t spilling_arenas = 0;        ///< arenas that spilled
+  std::size_t lanes_missed = 0;           ///< of those, arenas that found every lane taken
+  std::size_t unslotted_arenas = 0;       ///< arenas that found no free slot in their bounded probe
+  std::size_t next_slot_bytes = 0;        ///< what the next workspace with this label gets per slot
+  std::size_t next_spill_lanes = 0;       ///< its spill lanes (for as many slots as this one)
+  std::size_t next_lane_bytes = 0;        ///< and the bytes of each
+  double next_miss_probability = 0;       ///< how often a spilling arena will find every lane taken
+  std::size_t fallback_region_bytes = 0;  ///< bytes of the workspace's fallback region
+  std::size_t next_fallback_region_bytes = 0;  ///< and of the next one's
+  /// The threads of the teams that held arenas (team size x vector length on a GPU, the team
+  /// size on the host; 0 for per_thread arenas): what a `Kokkos::AUTO` team size resolved to.
+  /// The next workspace with the label counts its slots for that team size.
+  std::size_t team_threads = 0;
 };
 
 /// One-line text form: `takes 4096, spills 12 (98304 bytes), failed 0, fallbacks 0 (0 bytes),
@@ -126,6 +147,7 @@ namespace Impl {
 struct WorkspaceLearning {
   bool learned = false;
   WorkspaceNeeds needs;
+  std::size_t team_threads = 0;  ///< the threads of the teams seen last (0: none seen)
   std::vector<const unsigned char*> unfinished;  ///< workspaces made and not finished yet
 };
 
@@ -155,8 +177,11 @@ class Workspace {
   /// `TeamVectorRange` and `ThreadVectorRange`; the memory a take gives is then shared by the
   /// team, and filled by its threads in those ranges. A call made by some threads or lanes only
   /// desynchronises their copies of the arena: with `KBUF_ENABLE_DEBUG` the next collective step
-  /// (a spill, a frame's end, the arena's end) aborts and says so; without it, takes overlap
-  /// and a GPU may deadlock. A `per_thread` arena belongs to the one thread that made it.
+  /// (a spill, a checked take, a frame's end, the arena's end) aborts and says so, also when
+  /// the rest of the team never comes to it (after `KBUF_WORKSPACE_CHECK_MS`); without it,
+  /// takes overlap and a GPU may deadlock. An arena made by part of a team (`arena(team)` inside
+  /// `Kokkos::single`) is not caught: its slot claim is the team's barrier. A `per_thread` arena
+  /// belongs to the one thread that made it.
   class Arena {
    public:
     Arena(const Arena&) = delete;
@@ -168,10 +193,11 @@ class Workspace {
     KOKKOS_FUNCTION ~Arena() { end(); }
 
     /// An unmanaged View of `DataType` in `Layout`, one extent per runtime dimension: from the
-    /// slot; else from a spill lane; else from a fallback allocation of its own (device heap or
-    /// host heap). An empty view (data() null) for a zero size; and, with `ok()` false from then
-    /// on, for an extent that is negative, a size that overflows, an extent a legacy View of
-    /// rank 3 or more cannot hold (2^32 or more), or a fallback the heap cannot serve.
+    /// slot; else from a spill lane; else from the workspace's fallback region (and on host
+    /// backends, when that is full, the host's heap). An empty view (data() null) for a zero
+    /// size; and, with `ok()` false from then on, for an extent that is negative, a size that
+    /// overflows, an extent a legacy View of rank 3 or more cannot hold (2^32 or more), or a
+    /// fallback neither the region nor (host backends) the heap can serve.
     /// Uninitialised memory, aligned to the allocator's alignment (64 bytes at least), valid
     /// until the frame it was taken in (or the arena) ends. Team-collective (see the class).
     template <class DataType, class Layout = Kokkos::LayoutRight, class... Extents>
@@ -219,7 +245,7 @@ class Workspace {
     KOKKOS_FUNCTION void end() {
       if (ended_) return;
       if (depth_ != 0) misuse("kbuf::Workspace::Arena::end while frames of it are live");
-      check_team();
+      check_team(step_end, 0);
       Impl::team_barrier(team_);
       Flush flush{this};
       (void)Impl::team_single<int>(team_, flush);
@@ -235,7 +261,7 @@ class Workspace {
 
     KOKKOS_FUNCTION Arena(const Workspace& ws, Impl::TeamHandle team, int slot)
         : header_(ws.header_),
-          record_(slot >= 0 ? ws.records_ + static_cast<std::size_t>(slot) * Impl::wr_words
+          record_(slot >= 0 ? ws.records_ + static_cast<std::size_t>(slot) * Impl::wr_stride
                             : ws.header_ + Impl::wh_shared),
           flags_(ws.flags_),
           lane_flags_(ws.lane_flags_),
@@ -251,8 +277,9 @@ class Workspace {
           team_(team),
           slot_(slot),
           start_(slot >= 0 ? static_cast<std::size_t>(slot) : 0),
-          owns_flag_(ws.per_team_ && slot >= 0),
-          shared_(slot < 0) {}
+          owns_flag_(slot >= 0),
+          shared_(slot < 0),
+          region_(ws.region_) {}
 
     template <class V>
     KOKKOS_FUNCTION V refuse() {
@@ -338,7 +365,7 @@ class Workspace {
       spill_want_ += n;  // asked of the lane, whatever serves it
       if (spill_want_ > spill_peak_) spill_peak_ = spill_want_;
       spilled_ = true;
-      check_team();
+      check_team(step_spill, n);
       // A lane is claimed when the arena holds no spilled take (none, or all given back).
       if (lane_ < 0 && lanes_ != 0 && n <= lane_bytes_ && spill_top_ == 0 &&
           fallbacks_ == nullptr) {
@@ -371,6 +398,7 @@ class Workspace {
     // written by one thread of the team.
     KOKKOS_FUNCTION void* place_checked(unsigned long long nbytes, unsigned long long data,
                                         unsigned long long index) {
+      check_team(step_checked_take, nbytes);  // before the guard's write, a step of the team
       unsigned char* block = static_cast<unsigned char*>(find(unit_ + data + guard_));
       if (block == nullptr) return nullptr;
       GuardWrite write{this, block, nbytes, index, data - nbytes + guard_, events_ + 1};
@@ -389,12 +417,15 @@ class Workspace {
       }
     };
 
-    // A fallback block of `n` bytes (one thread of the team).
+    // A fallback block of `n` bytes (one thread of the team), searched for in the region from
+    // the slot's home on.
     struct FallbackTake {
       Arena* arena;
       unsigned long long n;
       KOKKOS_FUNCTION void* operator()() const {
-        return Impl::fallback_take(n, arena->unit_, arena->fallbacks_, arena->events_ + 1);
+        const Arena& a = *arena;
+        return Impl::fallback_take(n, a.unit_, a.fallbacks_, a.events_ + 1, a.region_,
+                                   a.start_ * a.region_.home);
       }
     };
 
@@ -434,11 +465,27 @@ class Workspace {
           Impl::guard_report(a.header_, f, a.guard_, KBUF_ENABLE_DEBUG != 0);
           overruns = f.overruns;
         }
-        Impl::fallback_release(a.fallbacks_, to.events);
+        Impl::fallback_release(a.fallbacks_, to.events, a.region_);
         if (a.lane_ >= 0 && (all || to.spill == 0)) Impl::release_slot(a.lane_flags_, a.lane_);
         return overruns;
       }
     };
+
+    // A frame's end after events: gives back the fallbacks and checked takes made since `t`,
+    // and the lane if the frame began before it was claimed. Off the hot path (a frame's end
+    // without events is the common one), so that the loops of takes keep their registers.
+    KOKKOS_FUNCTION void release_since(const Tops& t) {
+      // What is left of the chains, found by each thread before one of them frees the rest
+      // (the blocks made since the frame began carry stamps above its event count).
+      void* fallbacks = Impl::fallback_left(fallbacks_, t.events);
+      void* checks = guard_ != 0 ? Impl::guard_left(checks_, t.events) : checks_;
+      Impl::team_barrier(team_);
+      Release release{this, t, false};
+      overruns_ += Impl::team_single<unsigned long long>(team_, release);
+      fallbacks_ = fallbacks;
+      checks_ = checks;
+      if (t.spill == 0) lane_ = -1;
+    }
 
     KOKKOS_FUNCTION void end_frame(int index, const Tops& t) {
       if (ended_ || index != depth_ - 1) {
@@ -447,18 +494,9 @@ class Workspace {
         if (ended_) return;
       }
       --depth_;
-      check_team();
+      check_team(step_frame, static_cast<unsigned long long>(index));
       if (events_ != t.events) {  // a spill (lane, fallback) or a checked take since
-        // What is left of the chains, found by each thread before one of them frees the rest
-        // (the blocks made since the frame began carry stamps above its event count).
-        void* fallbacks = Impl::fallback_left(fallbacks_, t.events);
-        void* checks = guard_ != 0 ? Impl::guard_left(checks_, t.events) : checks_;
-        Impl::team_barrier(team_);
-        Release release{this, t, false};
-        overruns_ += Impl::team_single<unsigned long long>(team_, release);
-        fallbacks_ = fallbacks;
-        checks_ = checks;
-        if (t.spill == 0) lane_ = -1;
+        release_since(t);
       } else if (team_.sync) {
         // The frame's end is the team's barrier: what follows may hand its memory out again.
         Impl::team_barrier(team_);
@@ -493,45 +531,75 @@ class Workspace {
         Impl::record_add(r, Impl::wr_overruns, overruns, shared);
         Impl::record_add(r, Impl::wr_unslotted, shared ? 1 : 0, shared);
         Impl::record_max(r, Impl::wr_peak_need, a.need_peak_, shared);
-        Impl::record_need(r, a.header_ + Impl::wh_hist, a.need_peak_, shared);
-        if (a.owns_flag_) {
-          Impl::release_slot(a.flags_, a.slot_);
-        } else {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-          Kokkos::memory_fence();  // before the token is released: the next holder's counts
-#endif
+        if (a.team_.kind != Impl::team_none) {
+          Impl::record_max(r, Impl::wr_team_threads,
+                           static_cast<unsigned long long>(a.team_.threads), shared);
         }
+        Impl::record_need(r, a.header_ + Impl::wh_hist, a.need_peak_, shared);
+        if (a.owns_flag_) Impl::release_slot(a.flags_, a.slot_);  // after the record's writes
         return 0;
       }
     };
 
     // Debug builds: every thread and vector lane of the team must have made the same takes and
-    // frames; a collective step compares each one's copy of the arena with one thread's (a mix
-    // of its counts and tops: one word to broadcast).
-    KOKKOS_FUNCTION unsigned long long signature() const {
+    // frames; a collective step compares each one's copy of the arena (a mix of its counts and
+    // tops: one word) with the others'. An arena with a slot compares them in the slot's record,
+    // with no barrier, so that a thread that got there alone (a take or frame inside
+    // Kokkos::single or a thread range: its team is elsewhere) aborts after a time bound instead
+    // of waiting forever; an arena without a slot has no record of its own and compares them
+    // through one thread's broadcast (a barrier of the team).
+    // The step (and its size: a take's bytes, a frame's index) is part of the signature, so
+    // that two threads whose counts agree by chance but that are about to make different steps
+    // (each with barriers of its own) are told apart before either enters a barrier.
+    enum Step : unsigned long long { step_spill = 1, step_checked_take, step_frame, step_end };
+    KOKKOS_FUNCTION unsigned long long signature(Step step, unsigned long long size) const {
       unsigned long long h = 0x9E3779B97F4A7C15ull;
-      const unsigned long long parts[4] = {takes_, slot_top_, need_top_,
-                                           static_cast<unsigned long long>(depth_)};
+      const unsigned long long parts[6] = {
+          takes_, slot_top_, need_top_, static_cast<unsigned long long>(depth_), step, size};
       for (const unsigned long long x : parts) {
         h ^= x + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
       }
       return h;
     }
     struct SignatureOf {
-      const Arena* arena;
-      KOKKOS_FUNCTION unsigned long long operator()() const { return arena->signature(); }
+      unsigned long long signature;
+      KOKKOS_FUNCTION unsigned long long operator()() const { return signature; }
     };
-    KOKKOS_FUNCTION void check_team() const {
+    KOKKOS_FUNCTION void check_team(Step step, unsigned long long size) const {
 #if KBUF_ENABLE_DEBUG
       if (team_.kind == Impl::team_none || !team_.sync) return;
-      SignatureOf of{this};
-      if (Impl::team_single<unsigned long long>(team_, of) != signature()) {
+      const unsigned long long mine = signature(step, size);
+      int agreed = 1;
+      if (!shared_) {
+        agreed = Impl::team_check(record_, static_cast<unsigned long long>(team_.threads), mine);
+      } else {
+        SignatureOf of{mine};
+        agreed = Impl::team_single<unsigned long long>(team_, of) == mine ? 1 : 0;
+      }
+      if (agreed != 1 && !shared_ &&
+          Impl::atomic_cas(&record_[Impl::wr_check_abort], 0ull, 1ull) != 0ull) {
+        // Another thread of the team reports it: wait for the abort (on the host two threads
+        // in abort at once can crash it instead).
+        for (;;) Impl::probe_backoff(8);
+      }
+      if (agreed < 0) {
+        Kokkos::abort(
+            "kbuf::Workspace::Arena: the threads of a team made different takes or frames: "
+            "part of the team reached a spill, a frame's end or the arena's end and the rest did "
+            "not come within KBUF_WORKSPACE_CHECK_MS (a take or frame inside Kokkos::single, "
+            "TeamThreadRange, TeamVectorRange or ThreadVectorRange?): every thread and vector "
+            "lane of the team must make the same calls");
+      }
+      if (agreed == 0) {
         Kokkos::abort(
             "kbuf::Workspace::Arena: the threads of a team made different takes or frames (a "
             "take or frame inside Kokkos::single, TeamThreadRange, TeamVectorRange or "
             "ThreadVectorRange?): every thread and vector lane of the team must make the same "
             "calls");
       }
+#else
+      (void)step;
+      (void)size;
 #endif
     }
 
@@ -582,6 +650,7 @@ class Workspace {
     unsigned long long fallback_bytes_ = 0;
     unsigned long long failed_ = 0;
     unsigned long long overruns_ = 0;
+    Impl::FallbackRegion region_;  // last: the cold path's, after the words the hot path uses
   };
 
   /// LIFO release inside an arena: when it ends (its destructor), what was taken after it was
@@ -616,20 +685,21 @@ class Workspace {
     return Arena(*this, h, slot);
   }
 
-  /// The arena of the thread holding `token`, for a per_thread workspace: a value of a
-  /// `Kokkos::Experimental::UniqueToken` whose values stay below `slots()` (the execution
-  /// space's global token when `slots()` is its size, else one made with `slots()` as its
-  /// size). A token out of range gets no slot: every take spills (debug builds abort).
+  /// The arena of the calling thread, for a per_thread workspace: `token` is a value of any
+  /// `Kokkos::Experimental::UniqueToken` of the execution space (the global one, whose size is
+  /// the device's concurrency, or one of another size), or any other number the thread holds
+  /// alone while the arena lives. The arena claims a free slot, probing from `token % slots()`
+  /// on as a team's claim does: with slots for every thread in flight, that slot is free, and
+  /// the claim is one compare-and-swap; a token of a value above the slots finds a free one all
+  /// the same. A negative token gets no slot: every take spills (debug builds abort).
   KOKKOS_FUNCTION Arena arena(int token) const {
-    int slot = token;
-    if (per_team_ || token < 0 || static_cast<std::size_t>(token) >= slots_) {
+    int slot = -1;
+    if (per_team_ || token < 0) {
       misuse_static(per_team_ ? "kbuf::Workspace::arena(token) on a per_team workspace"
-                              : "kbuf::Workspace::arena(token): the token is not below slots()");
-      slot = -1;
+                              : "kbuf::Workspace::arena(token): a negative token");
+    } else {
+      slot = Impl::claim_slot(flags_, slots_, static_cast<std::size_t>(token), probe_rounds);
     }
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-    Impl::acquire_fence();  // the token's last holder wrote the slot's memory and record
-#endif
     return Arena(*this, Impl::TeamHandle{}, slot);
   }
 
@@ -654,12 +724,19 @@ class Workspace {
   KOKKOS_FUNCTION std::size_t lane_bytes() const noexcept {
     return static_cast<std::size_t>(lane_bytes_);
   }
+  /// Bytes of the fallback region: what serves the takes that fit neither their slot nor a
+  /// lane, with no heap (a first round's is `per_team::fallback_bytes`, or `slots() x
+  /// max(64 KiB, bytes)`; a rerun's is sized for the arenas that may find every lane taken).
+  KOKKOS_FUNCTION std::size_t fallback_region_bytes() const noexcept {
+    return static_cast<std::size_t>(region_.chunks << region_.shift);
+  }
   /// Bytes of the guard zone after each take: 0 unless in check mode (pass-through mode or
   /// `KBUF_ENABLE_DEBUG`).
   KOKKOS_FUNCTION std::size_t guard_bytes() const noexcept {
     return static_cast<std::size_t>(guard_);
   }
-  /// Bytes the workspace takes from its allocator (header, flags and records included).
+  /// Bytes the workspace takes from its allocator (header, flags, records and the fallback region
+  /// included).
   std::size_t bytes() const noexcept {
     return total_;
   }
@@ -687,9 +764,7 @@ class Workspace {
     KOKKOS_FUNCTION int operator()() const {
       const int slot =
           Impl::claim_slot(ws->flags_, ws->slots_, Impl::slot_hint(league_rank), probe_rounds);
-#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
-      if (slot >= 0) Impl::last_slot() = static_cast<std::size_t>(slot);
-#endif
+      KBUF_IMPL_IF_ON_HOST((if (slot >= 0) Impl::last_slot() = static_cast<std::size_t>(slot);))
       return slot;
     }
   };
@@ -709,6 +784,7 @@ class Workspace {
   unsigned long long* records_ = nullptr;
   unsigned char* slots_mem_ = nullptr;
   unsigned char* spill_ = nullptr;
+  Impl::FallbackRegion region_;
   std::size_t slots_ = 0;
   std::size_t slot_bytes_ = 0;
   std::size_t lanes_ = 0;

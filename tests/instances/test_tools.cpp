@@ -75,7 +75,9 @@ TEST_CASE(
   rec.clear();
   {
     auto scope = alloc.scope();
-    auto ws = alloc.workspace(policy, kbuf::per_team{1024}, "in kernels");
+    // A fallback region of 8 KiB (not the first round's default of 64 KiB a slot): the whole
+    // workspace fits the buffer, with up to 32 slots.
+    auto ws = alloc.workspace(policy, kbuf::per_team{1024, 0, 8_KiB}, "in kernels");
     Kokkos::parallel_for("takes", policy, TakeInKernel{ws});
     const kbuf::WorkspaceReport r = ws.finish();
     CHECK(r.takes == 32);

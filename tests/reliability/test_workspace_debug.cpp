@@ -1,7 +1,8 @@
 // kbuf::Workspace's misuse inside a kernel, with debug checks (KBUF_ENABLE_DEBUG=1): a take after
-// its arena ended, a frame ended out of LIFO order, a token past the slots. Each aborts with a
-// message; the correct uses beside them do not. And check mode, which debug builds turn on: the
-// first write past a take is printed with the workspace's label, the take's index and the bytes.
+// its arena ended, a frame ended out of LIFO order, a negative token. Each aborts with a message;
+// the correct uses beside them (a token far past the slots among them) do not. And check mode,
+// which debug builds turn on: the first write past a take is printed with the workspace's label,
+// the take's index and the bytes.
 #include <doctest/doctest.h>
 
 #include "reliability_support.hpp"
@@ -21,17 +22,18 @@ namespace {
 using namespace kbuf_test::workspace_types;
 
 // What the kernel does wrong (or, with `misuse` false, right).
-enum class Misuse { take_after_end, frames_out_of_order, token_past_slots };
+enum class Misuse { take_after_end, frames_out_of_order, negative_token };
 
 struct Body {
   WS ws;
   Misuse what;
   bool misuse;
   KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
-    if (what == Misuse::token_past_slots) {
+    if (what == Misuse::negative_token) {
       Kokkos::single(Kokkos::PerTeam(team), [&]() {
-        auto arena = ws.arena(misuse ? static_cast<int>(ws.slots()) : 0);
-        (void)arena;
+        // A token past the slots is served (a GPU's token values are); a negative one is not.
+        auto arena = ws.arena(misuse ? -1 : static_cast<int>(ws.slots()) + 1000);
+        (void)arena.take<double*>(8);
       });
       return;
     }
@@ -95,7 +97,7 @@ ChildResult run(Misuse what, bool misuse) {
     const team_policy policy(alloc.execution_space_instance(), 2, 1);
     auto scope = alloc.scope();
     auto ws =
-        what == Misuse::token_past_slots
+        what == Misuse::negative_token
             ? alloc.workspace(Kokkos::RangePolicy<exec>(alloc.execution_space_instance(), 0, 2),
                               kbuf::per_thread{1024}, "debug")
             : alloc.workspace(policy, kbuf::per_team{1024}, "debug");
@@ -125,12 +127,12 @@ TEST_CASE("workspace debug: frames ended out of LIFO order abort") {
   INFO(r.output);
 }
 
-TEST_CASE("workspace debug: a token past the slots aborts") {
+TEST_CASE("workspace debug: a negative token aborts, a token past the slots is served") {
   if (!runs_in_child) return;
-  CHECK(run(Misuse::token_past_slots, false).survived());
-  const ChildResult r = run(Misuse::token_past_slots, true);
+  CHECK(run(Misuse::negative_token, false).survived());
+  const ChildResult r = run(Misuse::negative_token, true);
   CHECK(r.aborted());
-  CHECK(r.says("the token is not below slots()"));
+  CHECK(r.says("kbuf::Workspace::arena(token): a negative token"));
   INFO(r.output);
 }
 

@@ -4,6 +4,7 @@
 // raw pointers, so that the same tests run over the foreign space.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -196,6 +197,57 @@ struct PerThread {
   }
 };
 
+// per_thread arenas from `token(i)`: takes `n` ints, fills them with the iteration and checks
+// them; occupancy[slot] counts the holders of each slot. out[0]: wrong entries, out[1]: a second
+// holder seen, out[2]: arenas without a slot, out[3]: empty takes.
+template <class Token>
+struct Holders {
+  WS ws;
+  Token token;
+  int n;
+  counts out, occupancy;
+  KOKKOS_INLINE_FUNCTION void operator()(const int i) const {
+    const int t = token.acquire(i);
+    {
+      auto arena = ws.arena(t);
+      const int slot = arena.slot();
+      if (slot < 0) {
+        Kokkos::atomic_add(&out.data()[2], 1ll);
+      } else if (Kokkos::atomic_fetch_add(&occupancy.data()[slot], 1ll) != 0) {
+        Kokkos::atomic_add(&out.data()[1], 1ll);
+      }
+      auto v = arena.take<int*>(n);
+      int* p = v.data();
+      if (p == nullptr) {
+        Kokkos::atomic_add(&out.data()[3], 1ll);
+      } else {
+        for (int j = 0; j < n; ++j) p[j] = i;
+        long long w = 0;
+        for (int j = 0; j < n; ++j) w += p[j] != i ? 1 : 0;
+        if (w != 0) Kokkos::atomic_add(&out.data()[0], w);
+      }
+      if (slot >= 0) Kokkos::atomic_add(&occupancy.data()[slot], -1ll);
+    }
+    token.release(t);
+  }
+};
+
+// The global UniqueToken of the execution space, as Kokkos teaches users to make it.
+struct GlobalToken {
+  Kokkos::Experimental::UniqueToken<exec, Kokkos::Experimental::UniqueTokenScope::Global> token;
+  KOKKOS_INLINE_FUNCTION int acquire(int) const { return token.acquire(); }
+  KOKKOS_INLINE_FUNCTION void release(int t) const { token.release(t); }
+};
+
+// Token values of a GPU's global UniqueToken: its size is the device's concurrency (an H200's
+// 270,336), and on Kokkos 3.4 a value can be any below it. Each iteration holds `base + i`, a
+// number no other iteration holds.
+struct DeviceTokenValues {
+  int base;
+  KOKKOS_INLINE_FUNCTION int acquire(int i) const { return base + i; }
+  KOKKOS_INLINE_FUNCTION void release(int) const {}
+};
+
 team_policy policy_for(const Alloc& alloc, int league, int team = 1) {
   return team_policy(alloc.execution_space_instance(), league, team);
 }
@@ -353,7 +405,8 @@ TEST_CASE("workspace: per_thread arenas, one per UniqueToken value") {
   auto ws = alloc.workspace(policy, kbuf::per_thread{64 * sizeof(int)}, "threads");
   const Kokkos::Experimental::UniqueToken<exec, Kokkos::Experimental::UniqueTokenScope::Global>
       token(alloc.execution_space_instance());
-  CHECK(ws.slots() == static_cast<std::size_t>(token.size()));
+  // The threads in flight: the token's size (a GPU's concurrency), at most the iterations.
+  CHECK(ws.slots() == std::min<std::size_t>(static_cast<std::size_t>(token.size()), 2000));
   counts out("out", 2);
   Kokkos::parallel_for("per_thread", policy, PerThread{ws, token, 64, out});
   const kbuf::WorkspaceReport r = ws.finish();
@@ -365,7 +418,7 @@ TEST_CASE("workspace: per_thread arenas, one per UniqueToken value") {
 }
 
 TEST_CASE("workspace: the workspace is one temporary of the current scope") {
-  Alloc alloc(1 << 16);
+  Alloc alloc(1 << 22);  // room for the first round's fallback region too
   const auto policy = policy_for(alloc, 4);
   const auto before = alloc.statistics().temporaries;
   {
@@ -381,7 +434,7 @@ TEST_CASE("workspace: the workspace is one temporary of the current scope") {
 }
 
 TEST_CASE("workspace: bad input raises, names the call and the value, and changes nothing") {
-  Alloc alloc(1 << 16);
+  Alloc alloc(1 << 22);  // every workspace below fits, fallback region included
   const auto policy = policy_for(alloc, 4);
   auto keep = alloc.allocate<double*>(10);
   const auto cp = alloc.checkpoint();
@@ -420,7 +473,7 @@ TEST_CASE("workspace: bad input raises, names the call and the value, and change
   SUBCASE("more than the limit") {
     alloc.limit(alloc.held());
     try {
-      (void)alloc.workspace(policy, kbuf::per_team{1 << 20}, "limited");
+      (void)alloc.workspace(policy, kbuf::per_team{std::size_t(1) << 23}, "limited");
       FAIL("no exception");
     } catch (const kbuf::out_of_memory& e) {
       CHECK(has(e.what(), "kbuf::BufferAllocator::workspace(policy, per_team)"));
@@ -474,4 +527,80 @@ TEST_CASE("workspace: bad input raises, names the call and the value, and change
   }
 #endif
   (void)keep;
+}
+
+TEST_CASE(
+    "workspace: per_thread arenas find a slot for token values far above the slots, as a GPU's "
+    "token gives them") {
+  Alloc alloc(1 << 22);
+  const int iterations = 64;
+  const Kokkos::RangePolicy<exec> policy(alloc.execution_space_instance(), 0, iterations);
+  auto scope = alloc.scope();
+  auto ws = alloc.workspace(policy, kbuf::per_thread{64 * sizeof(int)}, "device tokens");
+  REQUIRE(ws.slots() <= static_cast<std::size_t>(iterations));
+  counts out("out", 4);
+  counts occupancy("occupancy", ws.slots());
+  const int h200_concurrency = 132 * 2048;
+  Kokkos::parallel_for("device tokens", policy,
+                       Holders<DeviceTokenValues>{ws, DeviceTokenValues{h200_concurrency - 1000},
+                                                  64, out, occupancy});
+  const kbuf::WorkspaceReport r = ws.finish();
+  CHECK(kbuf_test::nonzero_entries(out) == "");
+  CHECK(r.arenas == static_cast<std::size_t>(iterations));
+  CHECK(r.unslotted_arenas == 0);  // every value found a slot
+  CHECK(r.spills == 0);
+  CHECK(r.fallbacks == 0);
+  CHECK(r.complete());
+}
+
+TEST_CASE(
+    "workspace: per_thread arenas over the global UniqueToken with a dynamic schedule and fewer "
+    "iterations than threads all hold a slot") {
+  Alloc alloc(1 << 22);
+  const int threads = static_cast<int>(alloc.execution_space_instance().concurrency());
+  const int iterations = threads > 1 ? threads / 2 : 1;
+  // With a dynamic schedule any thread may run an iteration: its token value (its thread's
+  // number) can be above the slots, which are the iterations.
+  const Kokkos::RangePolicy<exec, Kokkos::Schedule<Kokkos::Dynamic>> policy(
+      alloc.execution_space_instance(), 0, iterations);
+  const GlobalToken token{
+      Kokkos::Experimental::UniqueToken<exec, Kokkos::Experimental::UniqueTokenScope::Global>(
+          alloc.execution_space_instance())};
+  auto scope = alloc.scope();
+  auto ws = alloc.workspace(policy, kbuf::per_thread{64 * sizeof(int)}, "dynamic");
+  CHECK(ws.slots() == static_cast<std::size_t>(iterations));
+  counts out("out", 4);
+  counts occupancy("occupancy", ws.slots());
+  const int kernels = 20;
+  for (int k = 0; k < kernels; ++k) {
+    Kokkos::parallel_for("dynamic", policy, Holders<GlobalToken>{ws, token, 64, out, occupancy});
+  }
+  const kbuf::WorkspaceReport r = ws.finish();
+  CHECK(kbuf_test::nonzero_entries(out) == "");
+  CHECK(r.arenas == static_cast<std::size_t>(kernels * iterations));
+  CHECK(r.unslotted_arenas == 0);
+  CHECK(r.fallbacks == 0);
+  CHECK(r.complete());
+}
+
+TEST_CASE(
+    "workspace: the first round's fallback region is cut to what the allocator's limit leaves, "
+    "never refused for it") {
+  Alloc alloc(1 << 16);
+  const auto policy = policy_for(alloc, 4);
+  const std::size_t room = 48 * 1024;
+  alloc.limit(alloc.held() + room);
+  auto scope = alloc.scope();
+  auto ws = alloc.workspace(policy, kbuf::per_team{1024}, "limited region");
+  const std::size_t full = kbuf::Impl::first_round_fallback(ws.slots(), 1024);
+  CHECK(ws.fallback_region_bytes() > 0);
+  CHECK(ws.fallback_region_bytes() < full);
+  CHECK(alloc.held() <= alloc.limit());
+  (void)ws.finish();
+  // One asked for explicitly is that size (in whole chunks), with no limit in the way.
+  Alloc other(1 << 20);
+  auto other_scope = other.scope();
+  auto asked = other.workspace(policy_for(other, 4), kbuf::per_team{1024, 0, 4096}, "asked");
+  CHECK(asked.fallback_region_bytes() == 4096);
+  CHECK(asked.finish().fallback_region_bytes == 4096);
 }

@@ -7,7 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -112,17 +114,20 @@ int league_for(Alloc& alloc, const team_policy& policy) {
   return 16 * slots > 64 ? 16 * slots : 64;
 }
 
-// The team sizes and vector lengths this backend allows, among those a GPU run uses.
+// The team sizes and vector lengths this backend allows, among those a GPU run uses: the most
+// threads a team may have is asked for the functor launched and the vector length it is
+// launched with (on a GPU the registers of a thread bound a block's threads: 128 x 8 is refused
+// where the functor needs more than 64 registers per thread).
 std::vector<std::pair<int, int>> shapes(const Alloc& alloc) {
-  const team_policy probe(alloc.execution_space_instance(), 1, 1);
-  const int most_team =
-      probe.team_size_max(Fill{WS(), 1, 1, 1, 1, counts(), counts()}, Kokkos::ParallelForTag());
   const int most_vector = team_policy::vector_length_max();
   std::vector<std::pair<int, int>> out;
   for (const int team : {1, 32, 128}) {
     for (const int vector : {1, 8}) {
-      const int t = team < most_team ? team : most_team;
       const int v = vector < most_vector ? vector : most_vector;
+      const team_policy probe(alloc.execution_space_instance(), 1, 1, v);
+      const int most_team =
+          probe.team_size_max(Fill{WS(), 1, 1, 1, 1, counts(), counts()}, Kokkos::ParallelForTag());
+      const int t = team < most_team ? team : most_team;
       if (t * v > 1024) continue;
       const std::pair<int, int> s{t, v};
       bool seen = false;
@@ -165,11 +170,11 @@ TEST_CASE(
       if (round == 2 && ws.slots() > 1) {
         std::printf(
             "workspace device: team %d x vector %d, league %d, %zu slots: slot %zu B, %zu lanes "
-            "of %zu B, %zu B held against %zu B for fixed slots of the largest need; %zu "
-            "fallbacks, %zu lanes missed\n",
+            "of %zu B, fallback region %zu B, %zu B held against %zu B for fixed slots of the "
+            "largest need; %zu fallbacks, %zu lanes missed\n",
             team, vector, league, ws.slots(), ws.slot_bytes(), ws.spill_lanes(), ws.lane_bytes(),
-            ws.slots() * ws.slot_bytes() + ws.spill_bytes(), ws.slots() * r.peak_slot_bytes,
-            r.fallbacks, r.lanes_missed);
+            ws.fallback_region_bytes(), ws.slots() * ws.slot_bytes() + ws.spill_bytes(),
+            ws.slots() * r.peak_slot_bytes, r.fallbacks, r.lanes_missed);
         CHECK(ws.slots() * ws.slot_bytes() + ws.spill_bytes() <= ws.slots() * r.peak_slot_bytes);
       }
     }
@@ -217,3 +222,207 @@ TEST_CASE("workspace device: per_thread arenas that spill and fall back, all ser
     if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
   }
 }
+
+TEST_CASE(
+    "workspace device: Kokkos::AUTO teams: the rerun has as many slots as teams of the size Kokkos "
+    "chose can be in flight") {
+  Alloc alloc(1 << 20);
+  const int league = 4096;
+  const team_policy policy(alloc.execution_space_instance(), league, Kokkos::AUTO);
+  std::size_t threads = 0;
+  for (int round = 1; round <= 2; ++round) {
+    CAPTURE(round);
+    auto scope = alloc.scope();
+    auto ws = alloc.workspace(policy, kbuf::per_team{1024}, "device auto");
+    counts out("out", 3);
+    counts occupancy("occupancy", ws.slots());
+    Kokkos::parallel_for("device auto", policy, Fill{ws, 200, 4000, 97, 2, out, occupancy});
+    const kbuf::WorkspaceReport r = ws.finish();
+    CHECK(kbuf_test::nonzero_entries(out) == "");
+    CHECK(r.complete());
+    CHECK(r.unslotted_arenas == 0);
+    CHECK(r.team_threads >= 1);
+    if (round == 2) {
+      CHECK(r.team_threads == threads);
+      const auto space = alloc.execution_space_instance();
+      CHECK(ws.slots() == kbuf::Impl::team_slots(space.concurrency(),
+                                                 static_cast<long long>(threads), 1, league,
+                                                 kbuf::Impl::resident_teams(space)));
+    }
+    std::printf("workspace device: AUTO, round %d: %zu slots, teams of %zu threads\n", round,
+                ws.slots(), r.team_threads);
+    threads = r.team_threads;
+  }
+}
+
+// A device emulated on the host: the arenas and their frames live in host memory the kernel
+// writes, so a device backend builds none of this (its GPU check runs the cases above for real).
+#if !defined(KBUF_BACKEND_CUDA) && !defined(KBUF_BACKEND_HIP)
+namespace {
+
+// The GPU check's cases as a device runs them, with every arena of a round live at once: one
+// host thread makes them all, nested, in one kernel (`arenas` of them, as many as the device's
+// slots), and in each frame each takes its array before any gives its own back. Per team: each
+// arena takes `n` x 4 ints (`large` x 4 for every `every`-th), in each of `frames` frames.
+// `storage` holds the arenas, their frames and their takes' addresses (host memory: host
+// backends only). out[0]: wrong entries, out[1]: empty takes, out[2]: arenas without a slot.
+struct AllAtOnce {
+  WS ws;
+  bool per_team;
+  int arenas, n, large, every, frames;
+  Kokkos::View<unsigned char*, Kokkos::HostSpace> storage;
+  counts out;
+  static constexpr std::size_t arena_size = (sizeof(WS::Arena) + 63) / 64 * 64;
+  static constexpr std::size_t frame_size = (sizeof(WS::Frame) + 63) / 64 * 64;
+  static std::size_t bytes(int arenas) {
+    return static_cast<std::size_t>(arenas) * (arena_size + frame_size + sizeof(int*)) + 64;
+  }
+  KOKKOS_INLINE_FUNCTION WS::Arena& arena(int k) const {
+    return *reinterpret_cast<WS::Arena*>(base() + static_cast<std::size_t>(k) * arena_size);
+  }
+  KOKKOS_INLINE_FUNCTION WS::Frame* frame(int k) const {
+    return reinterpret_cast<WS::Frame*>(base() + static_cast<std::size_t>(arenas) * arena_size +
+                                        static_cast<std::size_t>(k) * frame_size);
+  }
+  KOKKOS_INLINE_FUNCTION int*& pointer(int k) const {
+    return reinterpret_cast<int**>(base() +
+                                   static_cast<std::size_t>(arenas) * (arena_size + frame_size))[k];
+  }
+  KOKKOS_INLINE_FUNCTION unsigned char* base() const {
+    const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(storage.data());
+    return reinterpret_cast<unsigned char*>((p + 63) / 64 * 64);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
+    for (int k = 0; k < arenas; ++k) {
+      if (per_team) {
+        new (&arena(k)) WS::Arena(ws.arena(team));
+      } else {
+        new (&arena(k)) WS::Arena(ws.arena(k));
+      }
+      if (arena(k).slot() < 0) Kokkos::atomic_add(&out.data()[2], 1ll);
+    }
+    for (int f = 0; f < frames; ++f) {
+      for (int k = 0; k < arenas; ++k) {
+        new (frame(k)) WS::Frame(arena(k).frame());
+        const int m = k % every == 0 ? large : n;
+        int* p = arena(k).take<int**>(m, 4).data();
+        pointer(k) = p;
+        if (p == nullptr) {
+          Kokkos::atomic_add(&out.data()[1], 1ll);
+          continue;
+        }
+        for (int i = 0; i < 4 * m; ++i) p[i] = k * 16 + f + i;
+      }
+      for (int k = 0; k < arenas; ++k) {
+        const int m = k % every == 0 ? large : n;
+        const int* p = pointer(k);
+        long long w = 0;
+        for (int i = 0; p != nullptr && i < 4 * m; ++i) w += p[i] != k * 16 + f + i ? 1 : 0;
+        if (w != 0) Kokkos::atomic_add(&out.data()[0], w);
+      }
+      for (int k = arenas; k-- > 0;) frame(k)->~Frame();
+    }
+    for (int k = arenas; k-- > 0;) arena(k).~Arena();
+  }
+};
+
+// While it lives, workspaces are sized as on an NVIDIA H200 (concurrency 270,336, 4,224 teams
+// resident) and the host's fallback heap holds at most `heap_limit` bytes, as a device's would.
+struct EmulatedH200 {
+  kbuf::Impl::DeviceEmulation saved = kbuf::Impl::device_emulation();
+  explicit EmulatedH200(std::size_t heap_limit) {
+    kbuf::Impl::device_emulation() = kbuf::Impl::DeviceEmulation{132 * 2048, 132 * 32, heap_limit};
+  }
+  EmulatedH200(const EmulatedH200&) = delete;
+  EmulatedH200& operator=(const EmulatedH200&) = delete;
+  ~EmulatedH200() { kbuf::Impl::device_emulation() = saved; }
+};
+
+const std::size_t mib = std::size_t(1) << 20;
+// The fallback heaps a device's run is given: CUDA's default device heap (what kbuf's fallbacks
+// had before they had a region), and none (what they have now: kernels never call malloc).
+const std::size_t device_heaps[] = {8 * mib, 0};
+
+// For each heap of `device_heaps`, under an emulated H200 with a host heap of that many bytes:
+// `rounds` rounds of AllAtOnce over the workspace `make(alloc)` returns (its slots are the
+// arenas), each checked, then `check(round, workspace, report)`.
+template <class Make, class Check>
+void at_once(bool per_team, int n, int large, int every, int frames, int rounds, const Make& make,
+             const Check& check) {
+  for (const std::size_t heap : device_heaps) {
+    CAPTURE(heap);
+    const EmulatedH200 h200(heap);
+    Alloc alloc(1 << 20);
+    auto scope = alloc.scope();
+    for (int round = 1; round <= rounds; ++round) {
+      CAPTURE(round);
+      WS ws = make(alloc);
+      const int arenas = static_cast<int>(ws.slots());
+      counts out("out", 3);
+      Kokkos::View<unsigned char*, Kokkos::HostSpace> storage("storage", AllAtOnce::bytes(arenas));
+      Kokkos::parallel_for("at once", team_policy(alloc.execution_space_instance(), 1, 1),
+                           AllAtOnce{ws, per_team, arenas, n, large, every, frames, storage, out});
+      const kbuf::WorkspaceReport r = ws.finish();
+      CHECK(kbuf_test::nonzero_entries(out) == "");
+      CHECK(r.complete());
+      CHECK(r.arenas == static_cast<std::size_t>(arenas));
+      check(round, ws, r);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "workspace device: one lane for many spillers at an H200's scale (4,224 teams each needing "
+    "16 KB at once) completes in one round with no heap beyond a device's") {
+  at_once(
+      true, 1000, 1000, 1, 2, 1,
+      [](Alloc& alloc) {
+        const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
+        return alloc.workspace(policy, kbuf::per_team{1024, 1000 * 4 * sizeof(int)}, "one lane");
+      },
+      [](int, const WS& ws, const kbuf::WorkspaceReport& r) {
+        REQUIRE(ws.slots() == 4224);
+        REQUIRE(ws.spill_lanes() == 1);
+        CHECK(r.spilling_arenas == 4224);
+        CHECK(r.spills + r.fallbacks == 2 * 4224);
+        CHECK(r.fallbacks >= 2 * 4223);  // the lane serves one arena at a time
+      });
+}
+
+TEST_CASE(
+    "workspace device: 4,224 teams that outgrow their slot at once complete in one round with no "
+    "heap beyond a device's, and the rerun fits") {
+  at_once(
+      true, 200, 4000, 97, 3, 2,
+      [](Alloc& alloc) {
+        const team_policy policy(alloc.execution_space_instance(), 16 * 4224, 1);
+        return alloc.workspace(policy, kbuf::per_team{1024}, "device fill");
+      },
+      [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
+        REQUIRE(ws.slots() == 4224);
+        if (round == 1) CHECK(r.fallbacks == 3 * 4224);  // every take outgrew the 1 KiB slot
+        if (round == 2) {
+          CHECK(r.spill_peak <= r.lane_bytes);
+          CHECK(r.fallbacks == 0);  // 44 spilling arenas at once, and as many lanes
+        }
+      });
+}
+
+TEST_CASE(
+    "workspace device: 20,000 per_thread arenas at once complete in one round with no heap beyond "
+    "a device's, and the rerun fits") {
+  at_once(
+      false, 25, 1000, 31, 1, 2,  // 50 and 2,000 doubles: 25 and 1,000 x 4 ints
+      [](Alloc& alloc) {
+        const Kokkos::RangePolicy<exec> policy(alloc.execution_space_instance(), 0, 20000);
+        return alloc.workspace(policy, kbuf::per_thread{512, 8192}, "device per thread");
+      },
+      [](int round, const WS& ws, const kbuf::WorkspaceReport& r) {
+        REQUIRE(ws.slots() == 20000);
+        if (round == 1) CHECK(r.fallbacks > 0);
+        if (round == 2) CHECK(r.spill_peak <= r.lane_bytes);
+      });
+}
+#endif

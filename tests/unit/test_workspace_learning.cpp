@@ -5,6 +5,7 @@
 // checked on its own (no kernel: the figures of a GPU's two thousand slots), then for real.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -226,6 +227,55 @@ TEST_CASE(
   CHECK(kbuf::Impl::thread_slots(16, 0) == 16);
 }
 
+// Each team takes `n` doubles and fills them; out[0]: empty takes.
+struct TeamTakes {
+  WS ws;
+  int n;
+  counts out;
+  KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
+    auto arena = ws.arena(team);
+    auto v = arena.take<double*>(n);
+    double* p = v.data();
+    if (p == nullptr) {
+      Kokkos::single(Kokkos::PerTeam(team), [&]() { Kokkos::atomic_add(&out.data()[0], 1ll); });
+      return;
+    }
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, n), [&](const int i) { p[i] = i; });
+  }
+};
+
+TEST_CASE(
+    "workspace learning: a Kokkos::AUTO team size counts its slots for the threads the label's "
+    "teams ran with") {
+  Alloc alloc(1 << 22);
+  const int league = 64;
+  const long long concurrency = alloc.execution_space_instance().concurrency();
+  // The threads a team of the first round runs with: two where the backend has them (on a GPU
+  // Kokkos resolves AUTO to 128 or 256; here the first round names its team size instead).
+  const int most = team_policy(alloc.execution_space_instance(), 1, 1)
+                       .team_size_max(TeamTakes{}, Kokkos::ParallelForTag());
+  const int team = most >= 2 ? 2 : 1;
+  {
+    auto scope = alloc.scope();
+    const team_policy named(alloc.execution_space_instance(), league, team);
+    auto ws = alloc.workspace(named, kbuf::per_team{1024}, "auto");
+    counts out("out", 1);
+    Kokkos::parallel_for("auto", named, TeamTakes{ws, 64, out});
+    const kbuf::WorkspaceReport r = ws.finish();
+    CHECK(kbuf_test::host_vector(out)[0] == 0);
+    CHECK(r.team_threads == static_cast<std::size_t>(team));
+  }
+  const team_policy automatic(alloc.execution_space_instance(), league, Kokkos::AUTO);
+  auto scope = alloc.scope();
+  auto unseen = alloc.workspace(automatic, kbuf::per_team{1024}, "auto, never run");
+  auto ws = alloc.workspace(automatic, kbuf::per_team{1024}, "auto");
+  // A label that has not run: AUTO as the smallest team; one that has: its teams' threads.
+  CHECK(unseen.slots() == kbuf::Impl::team_slots(concurrency, 1, 1, league, 0));
+  CHECK(ws.slots() == kbuf::Impl::team_slots(concurrency, team, 1, league, 0));
+  (void)unseen.finish();
+  (void)ws.finish();
+}
+
 TEST_CASE(
     "workspace learning: sizes from the bytes they hold, never more than fixed slots (large "
     "needs 50x the common one)") {
@@ -337,7 +387,8 @@ TEST_CASE(
       CAPTURE(round);
       auto scope = alloc.scope();
       auto ws = alloc.workspace(policy, kbuf::per_thread{256}, label);
-      REQUIRE(ws.slots() == static_cast<std::size_t>(token.size()));
+      REQUIRE(ws.slots() ==
+              std::min<std::size_t>(static_cast<std::size_t>(token.size()), iterations));
       counts out("out", 3);
       Kokkos::parallel_for("thread shapes", policy,
                            ThreadShapes{ws, token, shape, small, large, every, out});

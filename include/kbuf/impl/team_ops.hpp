@@ -14,6 +14,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <kbuf/impl/device_code.hpp>
+
 namespace kbuf {
 namespace Impl {
 
@@ -63,15 +65,25 @@ KBUF_IMPL_TEAM_KIND(hip_execution_space, team_hip)
 #endif
 #undef KBUF_IMPL_TEAM_KIND
 
-/// A team member: its address, its kind (team_none: one thread, nothing to synchronise), and
-/// whether its barriers are needed: on a GPU always (a team of one thread still has vector
-/// lanes running the same code), on the host when the team has more than one thread (vector
-/// lanes are loops of one thread there).
+/// A team member: its address, its kind (team_none: one thread, nothing to synchronise),
+/// whether its barriers are needed (on a GPU always: a team of one thread still has vector lanes
+/// running the same code; on the host when the team has more than one thread, vector lanes
+/// being loops of one thread there), and the threads that run the team's code (team size x
+/// vector length on a GPU, the team size on the host).
 struct TeamHandle {
   const void* member = nullptr;
-  int kind = team_none;
+  int threads = 1;
+  unsigned char kind = team_none;  // a team_kind (16 bytes in all, as the arena's other words)
   bool sync = false;
 };
+
+/// The threads of the calling thread's block (device code; 1 elsewhere).
+KOKKOS_INLINE_FUNCTION int block_threads() {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  KBUF_IMPL_IF_ON_DEVICE((return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);))
+#endif
+  return 1;
+}
 
 /// The handle of `team`.
 template <class Member>
@@ -79,23 +91,30 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
   static_assert(team_kind_of<Member>::value >= 0,
                 "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
                 "OpenMP, Threads, CUDA or HIP is needed");
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  const bool sync = true;
-#else
-  const bool sync = team.team_size() > 1 || team_kind_of<Member>::value == team_cuda ||
-                    team_kind_of<Member>::value == team_hip;
-#endif
-  return TeamHandle{&team, team_kind_of<Member>::value, sync};
+  TeamHandle h{&team, 1, static_cast<unsigned char>(team_kind_of<Member>::value), true};
+  KBUF_IMPL_IF_ON_DEVICE((h.threads = block_threads();))
+  KBUF_IMPL_IF_ON_HOST((h.threads = team.team_size();
+                        h.sync = team.team_size() > 1 || team_kind_of<Member>::value == team_cuda ||
+                                 team_kind_of<Member>::value == team_hip;))
+  return h;
 }
 
-/// Calls `f(member)` with the member `h` names, in its own type.
+/// Calls `f(member)` with the device member `h` names (device code).
 template <class F>
-KOKKOS_INLINE_FUNCTION void visit_member(const TeamHandle& h, F& f) {
-#if defined(__CUDA_ARCH__)
+KOKKOS_INLINE_FUNCTION void visit_device_member(const TeamHandle& h, F& f) {
+#if defined(KOKKOS_ENABLE_CUDA)
   f(*static_cast<const typename Kokkos::TeamPolicy<Kokkos::Cuda>::member_type*>(h.member));
-#elif defined(__HIP_DEVICE_COMPILE__)
+#elif defined(KOKKOS_ENABLE_HIP)
   f(*static_cast<const typename Kokkos::TeamPolicy<hip_execution_space>::member_type*>(h.member));
 #else
+  (void)h;
+  (void)f;
+#endif
+}
+
+/// Calls `f(member)` with the host member `h` names (host code).
+template <class F>
+KOKKOS_INLINE_FUNCTION void visit_host_member(const TeamHandle& h, F& f) {
   switch (h.kind) {
 #if defined(KOKKOS_ENABLE_SERIAL)
     case team_serial:
@@ -112,10 +131,20 @@ KOKKOS_INLINE_FUNCTION void visit_member(const TeamHandle& h, F& f) {
       f(*static_cast<const typename Kokkos::TeamPolicy<Kokkos::Threads>::member_type*>(h.member));
       break;
 #endif
-    default:  // a device member on the host pass: never reached (no kernel runs there)
+    default:  // a device member in host code: never reached (no kernel of it runs there)
+      (void)f;
       break;
   }
-#endif
+}
+
+/// Calls `f(member)` with the member `h` names, in its own type: in device code the device's
+/// member, in host code a host backend's. The branch is chosen as Kokkos chooses it
+/// (impl/device_code.hpp), so that every compiler, nvc++ included, takes the device's on a
+/// device.
+template <class F>
+KOKKOS_INLINE_FUNCTION void visit_member(const TeamHandle& h, F& f) {
+  KBUF_IMPL_IF_ON_DEVICE((visit_device_member(h, f);))
+  KBUF_IMPL_IF_ON_HOST((visit_host_member(h, f);))
 }
 
 /// The team's barrier (nothing without a team).

@@ -7,6 +7,7 @@
 /// lanes (with a back-off that lets the holder run, on the host and on a device), the fallback
 /// allocations and the guard zones of check mode. Not part of the API.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -16,13 +17,18 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <kbuf/impl/device_code.hpp>
+#include <kbuf/impl/macros.hpp>
+
 namespace kbuf {
 namespace Impl {
 
-/// The counters of a record, one `unsigned long long` each. Every slot has one, which only the
-/// slot's holder writes (no atomic): takes, arenas and the rest are summed by `finish()` on the
-/// host. The header holds one more, shared by the arenas that hold no slot (atomics).
+/// The words of a record, one `unsigned long long` each. Every slot has one, which only the
+/// slot's holder writes (no atomic): `finish()` sums the counters and takes the largest of the
+/// peaks on the host. The header holds one more, shared by the arenas that hold no slot
+/// (atomics).
 enum workspace_record : int {
+  // Counters, summed.
   wr_takes,
   wr_arenas,
   wr_spills,
@@ -31,16 +37,31 @@ enum workspace_record : int {
   wr_fallback_bytes,
   wr_failed,
   wr_overruns,
-  wr_spilling,        // arenas that spilled
-  wr_missed,          // spilling arenas that found every lane taken
-  wr_unslotted,       // arenas that held no slot
-  wr_peak_need,       // the most one arena needed at once (max)
-  wr_spill_peak,      // the most one arena asked of a lane at once (max)
-  wr_pending_bucket,  // a histogram entry not yet added to the header's: bucket + 1 (0: none),
-  wr_pending_count,   // its arenas,
-  wr_pending_max,     // and their largest need
+  wr_spilling,   // arenas that spilled
+  wr_missed,     // spilling arenas that found every lane taken
+  wr_unslotted,  // arenas that held no slot
+  // Peaks, the largest kept.
+  wr_peak_need,     // the most one arena needed at once
+  wr_spill_peak,    // the most one arena asked of a lane at once
+  wr_team_threads,  // the threads of the teams that held the slot (team x vector on a GPU)
+  // A histogram entry not yet added to the header's: bucket + 1 (0: none), its arenas and their
+  // largest need.
+  wr_pending_bucket,
+  wr_pending_count,
+  wr_pending_max,
+  // Debug builds: where the threads of the slot's team meet to compare their arenas
+  // (`team_check`): arrivals, the sum of their signatures, a generation, the last sum.
+  wr_check_count,
+  wr_check_sum,
+  wr_check_generation,
+  wr_check_result,
+  wr_check_abort,  // the thread that reports the team's misuse (one: two in abort can crash it)
   wr_words
 };
+
+/// Words from one slot's record to the next: whole cache lines (64 bytes), so that the holders
+/// of two slots (two host threads, two multiprocessors) never write the same line.
+inline constexpr int wr_stride = (wr_words + 7) / 8 * 8;
 
 /// Buckets of the needs' histogram: 0..4 bytes one each, then four per octave.
 inline constexpr int workspace_buckets = 256;
@@ -90,86 +111,115 @@ KOKKOS_INLINE_FUNCTION bool negative_extent(E e) {
 
 /// The workspace's atomics. On the host they are the compiler's own (`__atomic`), which stay
 /// atomic whatever Kokkos was built with (a Serial-only Kokkos 3 makes its atomics plain
-/// operations) and which ThreadSanitizer understands; in device code, Kokkos'.
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+/// operations) and which ThreadSanitizer understands; in device code, Kokkos', with a fence where
+/// an order is needed (Kokkos' device atomics are relaxed). Device and host code are told apart
+/// as Kokkos tells them apart (impl/device_code.hpp), so that no compiler takes the host branch
+/// on a device.
 template <class T>
 KOKKOS_INLINE_FUNCTION T atomic_cas(T* p, T expected, T desired) {
-  return Kokkos::atomic_compare_exchange(p, expected, desired);
+  KBUF_IMPL_IF_ON_DEVICE((return Kokkos::atomic_compare_exchange(p, expected, desired);))
+  KBUF_IMPL_IF_ON_HOST((__atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL,
+                                                    __ATOMIC_ACQUIRE);
+                        return expected;))  // the value seen: `expected` itself on success
 }
 template <class T>
 KOKKOS_INLINE_FUNCTION T atomic_add(T* p, T v) {
-  return Kokkos::atomic_fetch_add(p, v);
+  KBUF_IMPL_IF_ON_DEVICE((return Kokkos::atomic_fetch_add(p, v);))
+  KBUF_IMPL_IF_ON_HOST((return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);))
 }
 template <class T>
 KOKKOS_INLINE_FUNCTION void atomic_max(T* p, T v) {
-  (void)Kokkos::atomic_fetch_max(p, v);
+  KBUF_IMPL_IF_ON_DEVICE(((void)Kokkos::atomic_fetch_max(p, v);))
+  KBUF_IMPL_IF_ON_HOST(
+      (T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+       while (old < v && !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED,
+                                                      __ATOMIC_RELAXED)){}))
 }
+/// A store that publishes what the thread wrote before it (release).
 template <class T>
 KOKKOS_INLINE_FUNCTION void atomic_store(T* p, T v) {
-  Kokkos::memory_fence();
-  (void)Kokkos::atomic_exchange(p, v);
+  KBUF_IMPL_IF_ON_DEVICE((Kokkos::memory_fence(); (void)Kokkos::atomic_exchange(p, v);))
+  KBUF_IMPL_IF_ON_HOST((__atomic_store_n(p, v, __ATOMIC_RELEASE);))
 }
+/// A load that sees what the thread that stored it wrote before (acquire, with `acquire_fence`
+/// on a device).
 template <class T>
 KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
-  return *static_cast<volatile T*>(p);
+  KBUF_IMPL_IF_ON_DEVICE((return *static_cast<volatile T*>(p);))
+  KBUF_IMPL_IF_ON_HOST((return __atomic_load_n(p, __ATOMIC_ACQUIRE);))
 }
+/// After a successful claim: what the claimed memory's last holder wrote is seen (the host's
+/// compare-and-swap acquires already).
 KOKKOS_INLINE_FUNCTION void acquire_fence() {
-  Kokkos::memory_fence();
+  KBUF_IMPL_IF_ON_DEVICE((Kokkos::memory_fence();))
 }
-#else
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_cas(T* p, T expected, T desired) {
-  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-  return expected;  // the value seen: `expected` itself on success
+/// A fetch-and-add ordered with everything around it, on the host and on a device (the debug
+/// checks' meeting point).
+KOKKOS_INLINE_FUNCTION unsigned long long atomic_add_ordered(unsigned long long* p,
+                                                             unsigned long long v) {
+  KBUF_IMPL_IF_ON_DEVICE((Kokkos::memory_fence();
+                          const unsigned long long old = Kokkos::atomic_fetch_add(p, v);
+                          Kokkos::memory_fence(); return old;))
+  KBUF_IMPL_IF_ON_HOST((return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST);))
 }
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_add(T* p, T v) {
-  return __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_max(T* p, T v) {
-  T old = __atomic_load_n(p, __ATOMIC_RELAXED);
-  while (old < v &&
-         !__atomic_compare_exchange_n(p, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION void atomic_store(T* p, T v) {
-  __atomic_store_n(p, v, __ATOMIC_RELEASE);
-}
-template <class T>
-KOKKOS_INLINE_FUNCTION T atomic_load(T* p) {
-  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
-}
-KOKKOS_INLINE_FUNCTION void acquire_fence() {}  // atomic_cas acquires already
-#endif
 
-#if !defined(__CUDA_ARCH__) && !defined(__HIP_DEVICE_COMPILE__)
 /// The slot the calling host thread claimed last (any workspace; a hint only), or SIZE_MAX.
+/// Host code only.
 inline std::size_t& last_slot() noexcept {
   static thread_local std::size_t slot = static_cast<std::size_t>(-1);
   return slot;
 }
+
+/// A device's figures for a workspace made on the host, so that tests can run a host kernel
+/// sized and limited as the device would size and limit it: the concurrency (0: the execution
+/// space's own), the teams resident at once (0: the device's own; none on the host), and the
+/// bytes the host's fallback heap may hold at once (`SIZE_MAX`: no limit; 0 or 8 MiB for a GPU,
+/// whose kernels have no heap of kbuf's). A workspace reads the first two when it is made; the
+/// heap limit applies to every host fallback while it is set, and a workspace made under a
+/// limit reserves a fallback region for its reruns as a device's would. Host code only; not
+/// thread-safe to change while kernels run.
+struct DeviceEmulation {
+  long long concurrency = 0;
+  long long resident_teams = 0;
+  std::size_t heap_limit = static_cast<std::size_t>(-1);
+};
+inline DeviceEmulation& device_emulation() noexcept {
+  static DeviceEmulation emulation;
+  return emulation;
+}
+/// Bytes the host's fallback heap holds now for takes made under a heap limit.
+inline std::size_t& host_heap_held() noexcept {
+  static std::size_t held = 0;
+  return held;
+}
+
+/// Device code: a pause of about `ns` nanoseconds (CUDA from sm_70 on); nothing elsewhere.
+KOKKOS_INLINE_FUNCTION void device_nanosleep(unsigned ns) {
+#if defined(KOKKOS_ENABLE_CUDA) && defined(__CUDA_ARCH__)
+#if __CUDA_ARCH__ >= 700
+  __nanosleep(ns);
+#else
+  (void)ns;
 #endif
+#elif defined(KOKKOS_ENABLE_CUDA) && defined(__NVCOMPILER)
+  NV_IF_TARGET(NV_PROVIDES_SM_70, (__nanosleep(ns);), ((void)ns;))
+#else
+  (void)ns;
+#endif
+}
 
 /// A pause between rounds of a probe, so that a holder can run and give its slot back: the host
 /// thread yields; a CUDA thread sleeps (longer each round, up to about 8 microseconds: the probe
 /// is bounded in time, not only in iterations); an AMD wavefront sleeps too (`s_sleep`), so that
 /// other wavefronts on its compute unit are scheduled.
 KOKKOS_INLINE_FUNCTION void probe_backoff(unsigned round) {
-#if defined(__CUDA_ARCH__)
-#if __CUDA_ARCH__ >= 700
-  __nanosleep(32u << (round < 8u ? round : 8u));
+  (void)round;
+#if defined(KOKKOS_ENABLE_HIP)
+  KBUF_IMPL_IF_ON_DEVICE((__builtin_amdgcn_s_sleep(8);))
 #else
-  (void)round;
+  KBUF_IMPL_IF_ON_DEVICE((device_nanosleep(32u << (round < 8u ? round : 8u));))
 #endif
-#elif defined(__HIP_DEVICE_COMPILE__)
-  (void)round;
-  __builtin_amdgcn_s_sleep(8);
-#else
-  (void)round;
-  std::this_thread::yield();
-#endif
+  KBUF_IMPL_IF_ON_HOST((std::this_thread::yield();))
 }
 
 /// The flags of slots and lanes, each in a cache line of its own (64 bytes): holders of
@@ -197,21 +247,20 @@ KOKKOS_INLINE_FUNCTION int claim_slot(unsigned int* flags, std::size_t n, std::s
   return -1;
 }
 
-/// Frees a slot (or a lane) `claim_slot` gave.
+/// Frees a slot (or a lane) `claim_slot` gave: after a device-scope fence (a release on the
+/// host), so that what its holder's team wrote there is done before the next holder claims it.
 KOKKOS_INLINE_FUNCTION void release_slot(unsigned int* flags, int slot) {
-  atomic_store(&flags[static_cast<std::size_t>(slot) * flag_stride], 0u);  // after the holder's
+  atomic_store(&flags[static_cast<std::size_t>(slot) * flag_stride], 0u);
 }
 
 /// Where a team starts probing for a slot: on the host, the slot its thread held last (a host
 /// thread runs one team at a time, so that slot is almost always free again, and threads do not
 /// probe each other's); on a device, and at a thread's first claim, the team's league rank.
 KOKKOS_INLINE_FUNCTION std::size_t slot_hint(int league_rank) {
-#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
-  return static_cast<std::size_t>(league_rank);
-#else
-  const std::size_t last = last_slot();
-  return last != static_cast<std::size_t>(-1) ? last : static_cast<std::size_t>(league_rank);
-#endif
+  KBUF_IMPL_IF_ON_DEVICE((return static_cast<std::size_t>(league_rank);))
+  KBUF_IMPL_IF_ON_HOST(
+      (const std::size_t last = last_slot();
+       return last != static_cast<std::size_t>(-1) ? last : static_cast<std::size_t>(league_rank);))
 }
 
 /// A record's counter: plain for a slot's own record (its holder is alone), atomic for the
@@ -263,45 +312,232 @@ KOKKOS_INLINE_FUNCTION void record_need(unsigned long long* r, unsigned long lon
   r[wr_pending_max] = need;
 }
 
-/// Fallback allocations inside kernels: the heap of the device (`malloc` in device code: CUDA's
-/// and HIP's device heap) or of the host. A block is `bytes` aligned to `unit` (a power of two,
-/// at least 32), with three words in front of it: the address `malloc` returned, the block
-/// before it in its arena's chain, and the arena's event count when it was made (`stamp`), so
-/// that a frame frees the blocks made after it began without keeping a list of its own. Null
-/// when the heap is out of memory.
-KOKKOS_INLINE_FUNCTION void* fallback_take(unsigned long long bytes, unsigned long long unit,
-                                           void* previous, unsigned long long stamp) {
-  const unsigned long long room = bytes + unit + 3 * sizeof(void*);
+/// The workspace's fallback region: memory of its own, cut into `chunks` chunks of
+/// `1 << shift` bytes (a power of two, at least the unit), each with a flag (0: free) in one
+/// array of `unsigned int`. A fallback claims a run of contiguous chunks and gives it back when
+/// its frame or arena ends; the same code runs on the host and on a device, with no heap.
+/// Each slot has a home in the region, `home` chunks from the previous slot's, where its arenas
+/// start searching: arenas of different slots seldom meet there.
+struct FallbackRegion {
+  unsigned int* flags = nullptr;
+  unsigned char* base = nullptr;  // aligned to the unit
+  unsigned long long chunks = 0;
+  unsigned long long home = 0;
+  unsigned int shift = 0;
+};
+
+/// The first chunk of a run of `k` free chunks of `region`, claimed (every flag set), searched
+/// from chunk `start` on (runs do not wrap around the end) for at most two passes over the
+/// region: no wait on a holder, as a lane claim. -1 when none was found.
+KOKKOS_INLINE_FUNCTION long long region_claim(const FallbackRegion& region,
+                                              unsigned long long start, unsigned long long k) {
+  const unsigned long long n = region.chunks;
+  unsigned int* flags = region.flags;
+  if (k == 0 || k > n) return -1;
+  unsigned long long i = start % n;
+  for (unsigned long long passed = 0; passed < 2 * n;) {
+    if (i + k > n) {  // no room for the run before the end: from the start again
+      passed += n - i;
+      i = 0;
+      continue;
+    }
+    unsigned long long j = 0;
+    while (j < k && atomic_load(&flags[i + j]) == 0u) ++j;
+    if (j == k) {
+      j = 0;
+      while (j < k && atomic_cas(&flags[i + j], 0u, 1u) == 0u) ++j;
+      if (j == k) {
+        acquire_fence();  // what the chunks' last holders wrote is done with
+        return static_cast<long long>(i);
+      }
+      for (unsigned long long c = 0; c < j; ++c) atomic_store(&flags[i + c], 0u);  // unused
+    }
+    passed += j + 1;  // chunk i + j is taken: the next run starts after it
+    i += j + 1;
+  }
+  return -1;
+}
+
+/// Gives back the `k` chunks of `region` from `first` on: after a device-scope fence (a release
+/// on the host), so that what the team wrote there is done before another arena, on any
+/// multiprocessor, claims them.
+KOKKOS_INLINE_FUNCTION void region_release(const FallbackRegion& region, unsigned long long first,
+                                           unsigned long long k) {
+  KBUF_IMPL_IF_ON_DEVICE((Kokkos::memory_fence(); for (unsigned long long c = 0; c < k; ++c) {
+    (void)Kokkos::atomic_exchange(&region.flags[first + c], 0u);
+  }))
+  KBUF_IMPL_IF_ON_HOST((for (unsigned long long c = 0; c < k; ++c) {
+    __atomic_store_n(&region.flags[first + c], 0u, __ATOMIC_RELEASE);
+  }))
+}
+
+/// The words in front of a fallback block (`block[-i]`): the host heap's allocation (null for a
+/// block of the region), the block before it in its arena's chain, the arena's event count when
+/// it was made (`stamp`), and either the region's first chunk and chunk count, or the bytes the
+/// heap block holds against an emulated limit (0: none).
+enum fallback_word : int {
+  fw_raw = 1,
+  fw_previous = 2,
+  fw_stamp = 3,
+  fw_first = 4,
+  fw_count = 5,
+  fw_words = 5
+};
+
+/// Host code: a fallback block from the host's heap, within `device_emulation().heap_limit`.
+inline unsigned char* heap_take(unsigned long long room, unsigned long long unit) {
+  const std::size_t limit = device_emulation().heap_limit;
+  const unsigned long long bytes = room + fw_words * sizeof(void*);
+  if (bytes < room || static_cast<std::size_t>(bytes) != bytes) return nullptr;
+  std::size_t charged = 0;
+  if (limit != static_cast<std::size_t>(-1)) {
+    std::size_t& held = host_heap_held();
+    std::size_t seen = __atomic_load_n(&held, __ATOMIC_RELAXED);
+    do {
+      if (seen > limit || bytes > limit - seen) return nullptr;
+    } while (!__atomic_compare_exchange_n(&held, &seen, seen + bytes, true, __ATOMIC_RELAXED,
+                                          __ATOMIC_RELAXED));
+    charged = static_cast<std::size_t>(bytes);
+  }
+  void* raw = std::malloc(static_cast<std::size_t>(bytes));
+  if (raw == nullptr) {
+    if (charged != 0) __atomic_fetch_sub(&host_heap_held(), charged, __ATOMIC_RELAXED);
+    return nullptr;
+  }
+  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(raw) + fw_words * sizeof(void*);
+  unsigned char* q = reinterpret_cast<unsigned char*>((first + unit - 1) / unit * unit);
+  reinterpret_cast<void**>(q)[-fw_raw] = raw;
+  reinterpret_cast<unsigned long long*>(q)[-fw_count] = charged;
+  return q;
+}
+
+/// Host code: gives a block of `heap_take` back.
+inline void heap_release(void* block) {
+  void* raw = static_cast<void**>(block)[-fw_raw];
+  const std::size_t charged =
+      static_cast<std::size_t>(static_cast<unsigned long long*>(block)[-fw_count]);
+  std::free(raw);
+  if (charged != 0) __atomic_fetch_sub(&host_heap_held(), charged, __ATOMIC_RELAXED);
+}
+
+/// A fallback block of `bytes` aligned to `unit` (a power of two, at least 64), with its words
+/// in the unit in front of it: a run of the workspace's region (searched from chunk `start`),
+/// else, in host code, the host's heap; a GPU's kernels never call `malloc` (CUDA's device heap
+/// is 8 MiB unless raised, and ROCm before 4.5 traps on it). Null when neither serves it.
+KBUF_IMPL_COLD KOKKOS_FUNCTION inline void* fallback_take(unsigned long long bytes,
+                                                          unsigned long long unit, void* previous,
+                                                          unsigned long long stamp,
+                                                          const FallbackRegion& region,
+                                                          unsigned long long start) {
+  const unsigned long long room = bytes + unit;
   if (room < bytes) return nullptr;
-  void* raw = ::malloc(static_cast<std::size_t>(room));
-  if (raw == nullptr) return nullptr;
-  const std::uintptr_t first = reinterpret_cast<std::uintptr_t>(raw) + 3 * sizeof(void*);
-  const std::uintptr_t q = (first + unit - 1) / unit * unit;
-  void** words = reinterpret_cast<void**>(q);
-  words[-1] = raw;
-  words[-2] = previous;
-  reinterpret_cast<unsigned long long*>(q)[-3] = stamp;
-  return reinterpret_cast<void*>(q);
+  unsigned char* q = nullptr;
+  if (region.chunks != 0) {
+    const unsigned long long chunk = 1ull << region.shift;
+    const unsigned long long k = room / chunk + (room % chunk != 0 ? 1 : 0);
+    const long long first = region_claim(region, start, k);
+    if (first >= 0) {
+      q = region.base + (static_cast<unsigned long long>(first) << region.shift) + unit;
+      reinterpret_cast<void**>(q)[-fw_raw] = nullptr;
+      reinterpret_cast<unsigned long long*>(q)[-fw_first] = static_cast<unsigned long long>(first);
+      reinterpret_cast<unsigned long long*>(q)[-fw_count] = k;
+    }
+  }
+  KBUF_IMPL_IF_ON_HOST((if (q == nullptr) q = heap_take(room, unit);))
+  if (q == nullptr) return nullptr;
+  reinterpret_cast<void**>(q)[-fw_previous] = previous;
+  reinterpret_cast<unsigned long long*>(q)[-fw_stamp] = stamp;
+  return q;
 }
 
 /// The newest fallback block of a chain whose stamp is not above `floor` (null for none): what
 /// is left once the blocks made after that count are freed.
 KOKKOS_INLINE_FUNCTION void* fallback_left(void* newest, unsigned long long floor) {
-  while (newest != nullptr && reinterpret_cast<unsigned long long*>(newest)[-3] > floor) {
-    newest = static_cast<void**>(newest)[-2];
+  while (newest != nullptr && static_cast<unsigned long long*>(newest)[-fw_stamp] > floor) {
+    newest = static_cast<void**>(newest)[-fw_previous];
   }
   return newest;
 }
 
-/// Frees the fallback blocks of a chain from `newest` back, while their stamp is above `floor`
-/// (all of them for a floor of 0).
-KOKKOS_INLINE_FUNCTION void fallback_release(void* newest, unsigned long long floor) {
-  while (newest != nullptr && reinterpret_cast<unsigned long long*>(newest)[-3] > floor) {
-    void** words = static_cast<void**>(newest);
-    void* before = words[-2];
-    ::free(words[-1]);
+/// Gives back the fallback blocks of a chain from `newest` back, while their stamp is above
+/// `floor` (all of them for a floor of 0): a region's chunks after a device-scope fence, a host
+/// heap block to the heap.
+KBUF_IMPL_COLD KOKKOS_FUNCTION inline void fallback_release(void* newest, unsigned long long floor,
+                                                            const FallbackRegion& region) {
+  while (newest != nullptr && static_cast<unsigned long long*>(newest)[-fw_stamp] > floor) {
+    const unsigned long long* words = static_cast<unsigned long long*>(newest);
+    void* before = static_cast<void**>(newest)[-fw_previous];
+    if (static_cast<void**>(newest)[-fw_raw] == nullptr) {
+      region_release(region, words[-fw_first], words[-fw_count]);
+    } else {
+      KBUF_IMPL_IF_ON_HOST((heap_release(newest);))
+    }
     newest = before;
   }
+}
+
+/// Debug builds: the most milliseconds the threads of a team wait for each other at a checked
+/// step of an arena (`team_check`) before it aborts. A build may define it (a test of misuse
+/// defines a short one).
+#ifndef KBUF_WORKSPACE_CHECK_MS
+#define KBUF_WORKSPACE_CHECK_MS 20000
+#endif
+
+/// A clock for the check's time bound: nanoseconds on the host, cycles on a device.
+KOKKOS_INLINE_FUNCTION unsigned long long check_clock() {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  KBUF_IMPL_IF_ON_DEVICE((return static_cast<unsigned long long>(clock64());))
+#endif
+  KBUF_IMPL_IF_ON_HOST((return static_cast<unsigned long long>(
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::steady_clock::now().time_since_epoch())
+                                       .count());))
+  return 0;
+}
+
+/// The check's time bound in ticks of `check_clock`: a device's clock is taken as 2 GHz (a
+/// slower one waits longer).
+KOKKOS_INLINE_FUNCTION unsigned long long check_bound() {
+  KBUF_IMPL_IF_ON_DEVICE((return 2000000ull * KBUF_WORKSPACE_CHECK_MS;))
+  KBUF_IMPL_IF_ON_HOST((return 1000000ull * KBUF_WORKSPACE_CHECK_MS;))
+}
+
+/// A store ordered with everything around it (the debug check's).
+KOKKOS_INLINE_FUNCTION void atomic_store_ordered(unsigned long long* p, unsigned long long v) {
+  KBUF_IMPL_IF_ON_DEVICE(
+      (Kokkos::memory_fence(); (void)Kokkos::atomic_exchange(p, v); Kokkos::memory_fence();))
+  KBUF_IMPL_IF_ON_HOST((__atomic_store_n(p, v, __ATOMIC_SEQ_CST);))
+}
+
+/// Debug builds: the `threads` threads of the team that holds the slot of record `r` meet there
+/// and compare their arenas' signatures, through memory and atomics alone: no Kokkos barrier,
+/// which a thread that made a call its team did not make (inside `Kokkos::single`,
+/// `TeamThreadRange`) would enter with part of the team, and wait on forever. Returns 1 when
+/// every thread came with the same signature, 0 when they came with different ones, and -1 when
+/// not all of them came within `KBUF_WORKSPACE_CHECK_MS`. The record's four check words are
+/// zero between meetings; the last to arrive publishes the sum and starts a new generation.
+KOKKOS_INLINE_FUNCTION int team_check(unsigned long long* r, unsigned long long threads,
+                                      unsigned long long signature) {
+  unsigned long long* count = r + wr_check_count;
+  unsigned long long* sum = r + wr_check_sum;
+  unsigned long long* generation = r + wr_check_generation;
+  unsigned long long* result = r + wr_check_result;
+  const unsigned long long g = atomic_add_ordered(generation, 0);
+  (void)atomic_add_ordered(sum, signature);
+  if (atomic_add_ordered(count, 1) + 1 == threads) {
+    atomic_store_ordered(result, atomic_add_ordered(sum, 0));
+    atomic_store_ordered(sum, 0);
+    atomic_store_ordered(count, 0);
+    atomic_store_ordered(generation, g + 1);
+  } else {
+    const unsigned long long begin = check_clock();
+    unsigned round = 0;
+    while (atomic_add_ordered(generation, 0) == g) {
+      if (check_clock() - begin > check_bound()) return -1;
+      probe_backoff(round < 8 ? ++round : round);
+    }
+  }
+  return atomic_add_ordered(result, 0) == threads * signature ? 1 : 0;
 }
 
 /// Check mode: a checked take is a block `[meta (one unit) | data | guard zone]`. The meta

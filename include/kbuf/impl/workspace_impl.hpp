@@ -91,6 +91,25 @@ long long vector_length_of(const Policy& policy) {
   }
 }
 
+/// Whether a team policy's team size is `Kokkos::AUTO`: a size of 0 or less (resolved only at
+/// launch, on a GPU), or one the policy says it chose itself (`impl_auto_team_size()`: the host
+/// backends resolve AUTO when the policy is made).
+template <class Policy, class = void>
+struct has_auto_team_size : std::false_type {};
+template <class Policy>
+struct has_auto_team_size<
+    Policy, std::void_t<decltype(std::declval<const Policy&>().impl_auto_team_size())>>
+    : std::true_type {};
+template <class Policy>
+bool auto_team_size(const Policy& policy) {
+  if (policy.team_size() <= 0) return true;
+  if constexpr (has_auto_team_size<Policy>::value) {
+    return policy.impl_auto_team_size();
+  } else {
+    return false;
+  }
+}
+
 /// Blocks the device of `exec` keeps resident at once (multiprocessors x the blocks each can
 /// hold, at most its threads over the warp size); 0 on the host, where the concurrency alone
 /// bounds the teams in flight.
@@ -201,6 +220,28 @@ bool same_instance(const E& a, const E& b) {
   }
 }
 
+/// Whether a workspace's kernels on `ExecSpace` have no heap behind its fallback region: a
+/// device's, or a host's under an emulated device's heap limit (`device_emulation()`).
+template <class ExecSpace>
+bool heapless() {
+  return is_device_space<ExecSpace> ||
+         device_emulation().heap_limit != static_cast<std::size_t>(-1);
+}
+
+/// The concurrency a workspace is sized for: the execution space's, or an emulated device's
+/// (`device_emulation()`, tests only).
+template <class ExecSpace>
+long long concurrency_of(const ExecSpace& space) {
+  const long long emulated = device_emulation().concurrency;
+  return emulated > 0 ? emulated : static_cast<long long>(space.concurrency());
+}
+/// The teams a device keeps resident, or an emulated device's.
+template <class ExecSpace>
+long long resident_teams_of(const ExecSpace& space) {
+  const long long emulated = device_emulation().resident_teams;
+  return emulated > 0 ? emulated : resident_teams(space);
+}
+
 /// What one round's arenas needed, from the histogram of a finished workspace.
 inline WorkspaceNeeds needs_from_histogram(const unsigned long long* hist, std::size_t arenas) {
   WorkspaceNeeds needs;
@@ -224,12 +265,23 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy&
                 "Kokkos::TeamPolicy (per_thread serves the other policies)");
   using exec = typename ExecPolicy::execution_space;
   const exec space = policy.space();
-  const long long vector = Impl::is_device_space<exec> ? Impl::vector_length_of(policy) : 1;
-  const std::size_t slots = Impl::team_slots(
-      static_cast<long long>(space.concurrency()), static_cast<long long>(policy.team_size()),
-      vector, static_cast<long long>(policy.league_size()), Impl::resident_teams(space));
+  long long vector = Impl::is_device_space<exec> ? Impl::vector_length_of(policy) : 1;
+  long long team = static_cast<long long>(policy.team_size());
+  if (Impl::auto_team_size(policy)) {
+    // Kokkos::AUTO: the threads per team the label's arenas ran with, once they have run (the
+    // vector length counted in), else the smallest team.
+    const auto found = learned_.find(label);
+    if (found != learned_.end() && found->second.team_threads != 0) {
+      team = static_cast<long long>(found->second.team_threads);
+      vector = 1;
+    }
+  }
+  const std::size_t slots = Impl::team_slots(Impl::concurrency_of(space), team, vector,
+                                             static_cast<long long>(policy.league_size()),
+                                             Impl::resident_teams_of(space));
   return make_workspace<exec>("kbuf::BufferAllocator::workspace(policy, per_team)", space, slots,
-                              size.bytes, size.spill_bytes, true, std::move(label));
+                              size.bytes, size.spill_bytes, size.fallback_bytes, true,
+                              std::move(label));
 }
 
 template <class MemorySpace>
@@ -238,21 +290,20 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy&
                                                                per_thread size, std::string label) {
   using exec = typename ExecPolicy::execution_space;
   const exec space = policy.space();
-  std::size_t slots = 0;
-  if constexpr (std::is_same<exec, execution_space>::value) {
-    const Kokkos::Experimental::UniqueToken<exec, Kokkos::Experimental::UniqueTokenScope::Global>
-        token(space);
-    slots = Impl::thread_slots(static_cast<long long>(token.size()), Impl::policy_threads(policy));
-  }
+  // The threads in flight: the concurrency (the global UniqueToken's size), at most the
+  // policy's; arenas claim their slots, whatever token values they pass.
+  const std::size_t slots =
+      Impl::thread_slots(Impl::concurrency_of(space), Impl::policy_threads(policy));
   return make_workspace<exec>("kbuf::BufferAllocator::workspace(policy, per_thread)", space, slots,
-                              size.bytes, size.spill_bytes, false, std::move(label));
+                              size.bytes, size.spill_bytes, size.fallback_bytes, false,
+                              std::move(label));
 }
 
 template <class MemorySpace>
 template <class ExecSpace>
 Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
     const char* call, const ExecSpace& instance, std::size_t slots, std::size_t bytes,
-    std::size_t spill_guess, bool team, std::string label) {
+    std::size_t spill_guess, std::size_t fallback_guess, bool team, std::string label) {
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,
                 "kbuf::BufferAllocator::workspace: the policy's execution_space must be a Kokkos "
                 "execution space");
@@ -283,11 +334,23 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   std::size_t slot_bytes = bytes;
   std::size_t lane = spill_guess;
   std::size_t lanes = spill_guess != 0 ? 1 : 0;
+  // The fallback region: a first round's from the guess; a rerun's for the arenas that may find
+  // every lane taken, where no heap backs the region (a device, or a host run emulating one).
+  std::size_t region_blocks = 0;
+  std::size_t region_block = 0;
   if (learned) {
     const Impl::WorkspaceSizes sizes = Impl::workspace_sizes(found->second.needs, slots, unit);
     slot_bytes = sizes.slot_bytes;
     lanes = sizes.lanes;
     lane = sizes.lane_bytes;
+    if (Impl::heapless<ExecSpace>()) {
+      const Impl::RerunFallback r = Impl::rerun_fallback(found->second.needs, sizes, slots, unit);
+      region_blocks = r.blocks;
+      region_block = r.block_bytes;
+    }
+  } else {
+    region_blocks = 1;
+    region_block = fallback_guess != 0 ? fallback_guess : Impl::first_round_fallback(slots, bytes);
   }
   KBUF_EXPECTS(slot_bytes <= static_cast<std::size_t>(-1) - (unit - 1), call, " with ", bytes,
                " bytes, label '", label, "', on allocator '", label_, "': ", bytes,
@@ -300,29 +363,69 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   // Check mode: a guard zone after every take (and a unit of meta before it).
   const bool checked = passthrough_ || debug_checks_enabled;
   const std::size_t guard = checked ? (unit > 256 ? unit : 256) : 0;
-  std::size_t header_raw = 0;
-  // [header words | flags, a cache line each | per-slot records], each part on a cache line.
+  // [header words | flags, a cache line each | the region's flags | per-slot records], each part
+  // on a cache line; then the slots, the lanes and the fallback region, each on a unit.
   const std::size_t flags_at = (Impl::wh_words * sizeof(unsigned long long) + 63) / 64 * 64;
   std::size_t flags_bytes = 0;
+  std::size_t records_bytes = 0;
+  const std::size_t small = static_cast<std::size_t>(1) << 56;  // what no slot count reaches
   KBUF_EXPECTS(
       Impl::mul_add(slots + lanes, Impl::flag_stride * sizeof(unsigned int), 0, &flags_bytes) &&
-          Impl::mul_add(slots, Impl::wr_words * sizeof(unsigned long long), flags_at + flags_bytes,
-                        &header_raw) &&
-          header_raw <= static_cast<std::size_t>(-1) - unit,
+          Impl::mul_add(slots, Impl::wr_stride * sizeof(unsigned long long), 0, &records_bytes) &&
+          flags_bytes <= small && records_bytes <= small,
       call, " with ", bytes, " bytes, label '", label, "', on allocator '", label_,
       "': the records of ", slots, " slots overflow size_t");
-  const std::size_t header = (header_raw + unit - 1) / unit * unit;
-  std::size_t slots_total = 0;
+  std::size_t slots_bytes = 0;
   std::size_t spill = 0;
-  std::size_t total = 0;
-  KBUF_EXPECTS(Impl::mul_add(slots, slot_bytes, header, &slots_total) &&
-                   Impl::mul_add(lanes, lane, 0, &spill) &&
-                   Impl::mul_add(1, slots_total, spill, &total) &&
-                   total <= static_cast<std::size_t>(-1) - unit,
+  std::size_t rest = 0;
+  // The header below 2^58 bytes, the region below 2^60 (next): the rest below SIZE_MAX - 2^61.
+  const std::size_t most = static_cast<std::size_t>(-1) - (static_cast<std::size_t>(1) << 61);
+  KBUF_EXPECTS(Impl::mul_add(slots, slot_bytes, 0, &slots_bytes) &&
+                   Impl::mul_add(lanes, lane, slots_bytes, &rest) && rest <= most - unit,
                call, " with ", bytes, " bytes, label '", label, "', on allocator '", label_,
                "': ", slots, " slots of ", slot_bytes, " bytes and ", lanes, " spill lanes of ",
                lane, " bytes overflow size_t");
+  spill = rest - slots_bytes;
+  struct Layout {
+    std::size_t region_flags_at, records_at, header_raw, header, spill_at, region_at, total;
+  };
+  const auto layout = [&](std::size_t chunks, unsigned shift) {
+    Layout l;
+    l.region_flags_at = flags_at + flags_bytes;
+    l.records_at = l.region_flags_at + (chunks * sizeof(unsigned int) + 63) / 64 * 64;
+    l.header_raw = l.records_at + records_bytes;
+    l.header = (l.header_raw + unit - 1) / unit * unit;
+    l.spill_at = l.header + slots_bytes;
+    l.region_at = l.spill_at + spill;
+    l.total = l.region_at + (chunks << shift);
+    return l;
+  };
+  // The fallback region in chunks, and as much of it as the allocator's limit (and its pool's)
+  // leaves room for beside the rest of the workspace.
+  unsigned shift = 0;
+  std::size_t chunks = Impl::region_chunks(region_blocks, region_block, slots, unit, &shift);
+  std::size_t room = limit_ == static_cast<std::size_t>(-1) ? limit_ : limit_ - held();
+  if (budget_ != nullptr) {
+    const std::size_t pool_limit = budget_->limit();
+    const std::size_t pool_held = budget_->held();
+    const std::size_t pool_room = pool_limit > pool_held ? pool_limit - pool_held : 0;
+    if (pool_room < room) room = pool_room;
+  }
   const std::size_t padding = unit > alignment_ ? unit - alignment_ : 0;
+  if (chunks != 0 && room != static_cast<std::size_t>(-1)) {
+    const std::size_t base_total = layout(0, shift).total + padding;
+    if (base_total >= room) {
+      chunks = 0;
+    } else {
+      const std::size_t fit =
+          (room - base_total) / ((static_cast<std::size_t>(1) << shift) + sizeof(unsigned int));
+      if (fit < chunks) chunks = fit;
+      while (chunks != 0 && layout(chunks, shift).total + padding > room) --chunks;
+    }
+  }
+  const Layout at = layout(chunks, shift);
+  const std::size_t header_raw = at.header_raw;
+  const std::size_t total = at.total;
   // The label's record first (with room to list this workspace), so that nothing can fail once
   // the memory is taken; a record made here is dropped again if the memory cannot be had.
   const auto made = learned_.try_emplace(std::move(label));
@@ -338,6 +441,7 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
     Impl::throw_out_of_memory(call, " with ", bytes, " bytes, label '", name, "', on allocator '",
                               label_, "': a workspace of ", total, " bytes (", slots, " slots of ",
                               slot_bytes, " bytes, ", lanes, " spill lanes of ", lane,
+                              " bytes, a fallback region of ", chunks << shift,
                               " bytes) could not be had: ", e.what());
   } catch (...) {
     if (made.second) learned_.erase(made.first);
@@ -350,9 +454,14 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   ws.header_ = reinterpret_cast<unsigned long long*>(base);
   ws.flags_ = reinterpret_cast<unsigned int*>(base + flags_at);
   ws.lane_flags_ = ws.flags_ + slots * Impl::flag_stride;
-  ws.records_ = reinterpret_cast<unsigned long long*>(base + flags_at + flags_bytes);
-  ws.slots_mem_ = base + header;
-  ws.spill_ = base + slots_total;
+  ws.records_ = reinterpret_cast<unsigned long long*>(base + at.records_at);
+  ws.slots_mem_ = base + at.header;
+  ws.spill_ = base + at.spill_at;
+  ws.region_.flags = reinterpret_cast<unsigned int*>(base + at.region_flags_at);
+  ws.region_.base = base + at.region_at;
+  ws.region_.chunks = chunks;
+  ws.region_.home = slots != 0 ? chunks / slots : 0;
+  ws.region_.shift = shift;
   ws.slots_ = slots;
   ws.slot_bytes_ = slot_bytes;
   ws.lanes_ = lanes;
@@ -409,7 +518,7 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
   owner_->fence();
   // The header, and every slot's record: what the arenas counted.
   const std::size_t head_words = Impl::wh_words;
-  const std::size_t record_words = slots_ * Impl::wr_words;
+  const std::size_t record_words = slots_ * Impl::wr_stride;
   std::vector<unsigned long long> h(head_words);
   std::vector<unsigned long long> rec(record_words);
   using host_words = Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
@@ -425,10 +534,10 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
                                        h.begin() + Impl::wh_hist + 2 * Impl::workspace_buckets);
   const auto fold = [&](const unsigned long long* r) {
     for (int i = 0; i < Impl::wr_words; ++i) {
-      if (i == Impl::wr_peak_need || i == Impl::wr_spill_peak) {
-        if (r[i] > sum[i]) sum[i] = r[i];
-      } else if (i < Impl::wr_pending_bucket) {
+      if (i < Impl::wr_peak_need) {
         sum[i] += r[i];
+      } else if (i < Impl::wr_pending_bucket) {  // the peaks
+        if (r[i] > sum[i]) sum[i] = r[i];
       }
     }
     if (r[Impl::wr_pending_bucket] != 0) {  // an entry its slot had not added yet
@@ -437,7 +546,7 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
       if (r[Impl::wr_pending_max] > hist[2 * b + 1]) hist[2 * b + 1] = r[Impl::wr_pending_max];
     }
   };
-  for (std::size_t s = 0; s < slots_; ++s) fold(rec.data() + s * Impl::wr_words);
+  for (std::size_t s = 0; s < slots_; ++s) fold(rec.data() + s * Impl::wr_stride);
 
   WorkspaceReport r;
   r.takes = sum[Impl::wr_takes];
@@ -462,8 +571,11 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
   r.spilling_arenas = sum[Impl::wr_spilling];
   r.lanes_missed = sum[Impl::wr_missed];
   r.unslotted_arenas = sum[Impl::wr_unslotted];
+  r.fallback_region_bytes = fallback_region_bytes();
+  r.team_threads = sum[Impl::wr_team_threads];
 
   Impl::WorkspaceLearning& learning = *learning_;
+  if (r.team_threads != 0) learning.team_threads = r.team_threads;
   if (r.arenas != 0) {
     // What the arenas needed, and, at this round's slot size, what those that outgrew it asked
     // of a lane (measured, failed and fallback takes included).
@@ -483,10 +595,19 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
     r.next_spill_lanes = next.lanes;
     r.next_lane_bytes = next.lane_bytes;
     r.next_miss_probability = next.miss_probability;
+    if (Impl::heapless<typename MemorySpace::execution_space>()) {
+      const Impl::RerunFallback f =
+          Impl::rerun_fallback(learning.needs, next, slots_, static_cast<std::size_t>(unit_));
+      unsigned shift = 0;
+      const std::size_t chunks = Impl::region_chunks(f.blocks, f.block_bytes, slots_,
+                                                     static_cast<std::size_t>(unit_), &shift);
+      r.next_fallback_region_bytes = chunks << shift;
+    }
   } else {
     r.next_slot_bytes = slot_bytes_;
     r.next_spill_lanes = lanes_;
     r.next_lane_bytes = lane_bytes();
+    r.next_fallback_region_bytes = fallback_region_bytes();
   }
   return r;
 }

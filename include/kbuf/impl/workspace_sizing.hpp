@@ -19,9 +19,10 @@ namespace Impl {
 /// workspace: the threads the execution space runs at once (`concurrency`) over the threads of
 /// one team, at most the teams the device keeps resident (`resident_limit`, 0 for no such
 /// limit) and at most the league.
-/// - `team_size` <= 0 is `Kokkos::AUTO`, which Kokkos resolves only at launch: counted as the
-///   smallest team (one thread), so that the slots are never fewer than the teams in flight;
-///   on a GPU `resident_limit` then bounds them.
+/// - `team_size` <= 0 is `Kokkos::AUTO`, which Kokkos resolves only at launch, for the functor
+///   launched: counted as the smallest team (one thread), so that the slots are never fewer
+///   than the teams in flight; on a GPU `resident_limit` then bounds them. (Once a label's
+///   arenas have run, its workspaces pass the team size they saw instead.)
 /// - `vector_length` counts on a GPU (a team is team_size x vector_length threads of a block);
 ///   the host backends run vector lanes as loops of one thread: pass 1 there.
 inline std::size_t team_slots(long long concurrency, long long team_size, long long vector_length,
@@ -68,13 +69,15 @@ struct WorkspaceSizes {
   std::size_t slot_bytes = 0;
   std::size_t lanes = 0;
   std::size_t lane_bytes = 0;
+  std::size_t spilling = 0;     ///< arenas of the round whose need does not fit that slot
   double miss_probability = 0;  ///< that a spilling arena finds every lane taken
   double expected_misses = 0;   ///< arenas per round that find every lane taken (they fall back)
   long double bytes = 0;        ///< slots x slot_bytes + lanes x lane_bytes
 };
 
-/// The most often a spilling arena may find every lane taken: it is then served by fallback
-/// allocations, which cost far more than a lane (a device-side malloc on a GPU).
+/// The most often a spilling arena may find every lane taken: it is then served by the fallback
+/// region, whose runs cost several times a lane's take and which, on a GPU, has nothing behind
+/// it.
 inline constexpr double lane_miss_target = 0.01;
 
 /// P(X >= k) for X ~ Binomial(n, p), summed in log space so that no term underflows for the
@@ -178,6 +181,7 @@ inline WorkspaceSizes workspace_sizes(const WorkspaceNeeds& needs, std::size_t s
     s.lanes = spill_lanes(n_above, needs.arenas, slots, &miss, most);
     if (s.lanes > most) return;
     s.lane_bytes = s.lanes != 0 ? round(lane) : 0;
+    s.spilling = n_above;
     s.miss_probability = miss;
     s.expected_misses = miss * static_cast<double>(n_above);
     s.bytes = static_cast<long double>(slots) * s.slot_bytes +
@@ -199,6 +203,85 @@ inline WorkspaceSizes workspace_sizes(const WorkspaceNeeds& needs, std::size_t s
              needs.measured_above != 0 ? needs.measured_lane : 0);
   }
   return best;
+}
+
+/// The fallback region of a first round (nothing learned yet), when none is asked for: for each
+/// slot, `first_round_fallback_per_slot` bytes or the slot's guess if larger, at most
+/// `first_round_fallback_most` in all. A first round from a guess far too small has most of
+/// its need served there (a GPU runs thousands of arenas at once: an H200's 4,224 teams of one
+/// thread that each need 16 KiB more than their slot hold 69 MB of it at once).
+inline constexpr std::size_t first_round_fallback_per_slot = std::size_t(64) << 10;
+inline constexpr std::size_t first_round_fallback_most = std::size_t(256) << 20;
+inline std::size_t first_round_fallback(std::size_t slots, std::size_t slot_guess) noexcept {
+  const std::size_t each =
+      slot_guess > first_round_fallback_per_slot ? slot_guess : first_round_fallback_per_slot;
+  if (slots != 0 && each > first_round_fallback_most / slots) return first_round_fallback_most;
+  return slots * each;
+}
+
+/// How often a spilling arena of a rerun may find every lane taken and no room in the region
+/// for it either (its take then fails, on a device, which has no heap behind the region).
+inline constexpr double region_miss_target = 1e-4;
+
+/// The rerun's fallback region: `blocks` blocks of `block_bytes` (a lane's spill and a unit of
+/// words in front of it).
+struct RerunFallback {
+  std::size_t blocks = 0;
+  std::size_t block_bytes = 0;
+};
+
+/// The rerun's fallback region for the sizes `s` chosen for `slots` slots from `needs`: room for
+/// the spills of `blocks` arenas, the fewest for which a spilling arena finds every lane taken
+/// and the region full (the other slots' arenas spilling at once, as for the lanes) at most
+/// `region_miss_target` of the time. None where no arena spills, or where the lanes are as many
+/// as the arenas that spill or the other slots.
+inline RerunFallback rerun_fallback(const WorkspaceNeeds& needs, const WorkspaceSizes& s,
+                                    std::size_t slots, std::size_t unit) noexcept {
+  RerunFallback r;
+  if (s.lanes == 0 || s.spilling == 0 || slots < 2 || needs.arenas == 0) return r;
+  const std::size_t most = s.spilling < slots ? s.spilling : slots;
+  const double p = static_cast<double>(s.spilling) / static_cast<double>(needs.arenas);
+  std::size_t k = 0;
+  while (s.lanes + k < most && binomial_tail(slots - 1, p, s.lanes + k) > region_miss_target) {
+    ++k;
+  }
+  r.blocks = k;
+  r.block_bytes = k != 0 ? (s.lane_bytes + unit + unit - 1) / unit * unit : 0;
+  return r;
+}
+
+/// The chunk of a fallback region of `bytes` shared by `pieces` (its slots' homes, or the
+/// blocks it is sized for): a power of two, at least `unit`, and large enough that the region
+/// has at most `region_chunks_most` chunks (a claim scans their flags) and at most
+/// `region_chunks_per_piece` per piece (a fallback claims a flag per chunk it spans: a few
+/// chunks for a take of the size the region is cut for).
+inline constexpr std::size_t region_chunks_most = 65536;
+inline constexpr std::size_t region_chunks_per_piece = 64;
+inline unsigned region_chunk_shift(std::size_t bytes, std::size_t unit,
+                                   std::size_t pieces) noexcept {
+  std::size_t most = region_chunks_most;
+  if (pieces != 0 && pieces < most / region_chunks_per_piece) {
+    most = pieces * region_chunks_per_piece;
+  }
+  unsigned shift = 0;
+  while ((std::size_t(1) << shift) < unit) ++shift;
+  while (shift < 62 && bytes / (std::size_t(1) << shift) > most) ++shift;
+  return shift;
+}
+
+/// The chunks of a fallback region of `blocks` blocks of `block` bytes each (a first round's:
+/// one block, the region's bytes, rounded down to chunks, shared by `pieces` slots), at most
+/// 2^60 bytes; `shift` receives the chunk's (`region_chunk_shift`).
+inline std::size_t region_chunks(std::size_t blocks, std::size_t block, std::size_t pieces,
+                                 std::size_t unit, unsigned* shift) noexcept {
+  const std::size_t most = static_cast<std::size_t>(1) << 60;
+  *shift = region_chunk_shift(0, unit, 1);
+  if (blocks == 0 || block == 0) return 0;
+  const std::size_t want = block > most / blocks ? most : blocks * block;
+  *shift = region_chunk_shift(want, unit, blocks == 1 ? pieces : blocks);
+  if (blocks == 1) return want >> *shift;
+  const std::size_t each = (block + (static_cast<std::size_t>(1) << *shift) - 1) >> *shift;
+  return each > (most >> *shift) / blocks ? most >> *shift : blocks * each;
 }
 
 }  // namespace Impl
