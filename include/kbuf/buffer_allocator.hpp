@@ -28,6 +28,7 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/passthrough.hpp>
+#include <kbuf/impl/sizes_hooks.hpp>
 #include <kbuf/impl/tools.hpp>
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
@@ -435,6 +436,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// address space holds before the limit is asked, and changes nothing.
   /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
   void limit(std::size_t nbytes) {
+    if (nbytes < held()) Impl::SizesHooks<MemorySpace>::yield_saved_buffer(*this, nbytes);
     KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",
                  label_, "': it holds ", held(), " bytes (a buffer of ", capacity_, " and ",
                  fallback_held_,
@@ -555,6 +557,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   friend class AllocatorPool;
   template <class>
   friend class use;
+  friend struct Impl::SizesHooks<MemorySpace>;  // saved sizes (kbuf/sizes_file.hpp)
 
   // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
   BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
@@ -902,6 +905,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
                                                        // not turn reports off
   std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
                                        // addresses (take_exact)
+  Impl::SizesLink<MemorySpace> sizes_{*this};  // saved sizes (kbuf/sizes_file.hpp); made last
 };
 
 }  // namespace kbuf

@@ -288,6 +288,9 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
     slot_bytes = sizes.slot_bytes;
     lanes = sizes.lanes;
     lane = sizes.lane_bytes;
+  } else {  // KBUF_SIZES: the sizes its label saved, if any
+    Impl::SizesHooks<MemorySpace>::saved_workspace(*this, label, slots, unit, slot_bytes, lanes,
+                                                   lane);
   }
   KBUF_EXPECTS(slot_bytes <= static_cast<std::size_t>(-1) - (unit - 1), call, " with ", bytes,
                " bytes, label '", label, "', on allocator '", label_, "': ", bytes,
