@@ -40,6 +40,10 @@ namespace kbuf {
 template <class MemorySpace>
 class AllocatorPool;
 
+namespace Impl {
+struct CurrentAccess;
+}  // namespace Impl
+
 template <class MemorySpace>
 class use;
 
@@ -254,6 +258,24 @@ class BufferAllocator final : private Impl::BufferPolicy {
       p = acquire<alignof(T)>(nbytes);
     }
     return Impl::unmanaged_view<V>(p, extents...);  // the extents were checked above
+  }
+
+  /// As `allocate(extents...)`, naming the temporary `label` in its Kokkos Tools records (see
+  /// `reports_to_tools()`: the record's name is the label, where an unnamed temporary's is
+  /// "temporary"). Without records the label costs nothing; it must live until the call returns.
+  /// @throws as `allocate(extents...)`.
+  template <class DataType, class Layout = Kokkos::LayoutRight, class... Extents>
+  view<DataType, Layout> allocate(const char* label, Extents... extents) {
+    if (KBUF_IMPL_UNLIKELY(reporter_ != nullptr)) {
+      return allocate_reported<DataType, Layout>(label, extents...);
+    }
+    return allocate<DataType, Layout>(extents...);
+  }
+
+  /// As above, for a label given as a `std::string`.
+  template <class DataType, class Layout = Kokkos::LayoutRight, class... Extents>
+  view<DataType, Layout> allocate(const std::string& label, Extents... extents) {
+    return allocate<DataType, Layout>(label.c_str(), extents...);
   }
 
   /// The current point of the LIFO history. Taking one records it (in memory reserved
@@ -558,6 +580,19 @@ class BufferAllocator final : private Impl::BufferPolicy {
   template <class>
   friend class use;
   friend struct Impl::SizesHooks<MemorySpace>;  // saved sizes (kbuf/sizes_file.hpp)
+  friend struct Impl::CurrentAccess;
+
+  // A labelled temporary while a Kokkos Tools reporter is set: the label names its record.
+  template <class DataType, class Layout, class... Extents>
+  KBUF_IMPL_COLD view<DataType, Layout> allocate_reported(const char* label, Extents... extents) {
+    reporter_->name_next(label);
+    try {
+      return allocate<DataType, Layout>(extents...);
+    } catch (...) {
+      reporter_->name_next(nullptr);  // the next temporary is not this one
+      throw;
+    }
+  }
 
   // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
   BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,

@@ -3,30 +3,40 @@
 
 /// @file
 /// kbuf in code it does not own. A library that allocates buffers inside calls its caller never
-/// sees takes them with `kbuf::temporary` under a `kbuf::scope`; until its caller says otherwise
-/// these are the plain Views it made before. A caller makes an allocator (or each thread's
-/// allocator of a pool) the current one of its thread with a `kbuf::use` guard, and the
-/// library's buffers then come from it, released when the library's scopes end (docs/dropin.md).
-/// `kbuf::process_allocator` is an allocator for code that has no `main` to own one: made on first
-/// use, ended by `Kokkos::finalize`.
+/// sees takes them with `kbuf::temporary` under a `kbuf::scope`, both naming the library's
+/// `kbuf::owner`; until its caller says otherwise these are the plain Views it made before. A
+/// caller makes an allocator (or each thread's allocator of a pool) the current one of its
+/// thread with a `kbuf::use` guard, or every memory space's process allocator with one
+/// `kbuf::use_process_allocators` guard, and the library's buffers then come from it, released
+/// when the library's own scopes end (docs/dropin.md). A scope serves only the temporaries of
+/// its owner: one its caller opened for itself never holds a library's buffers.
+/// `kbuf::process_allocator` is an allocator for code that has no `main` to own one: made on
+/// first use, ended by `Kokkos::finalize`.
 ///
 /// @code
-/// // In the library, where it allocated per call:
+/// // In the library, once:
+/// inline constexpr kbuf::owner halo_owner{"halo"};
+/// // where it allocated per call:
 /// void gather(const Halo& halo, Data& data) {
-///   auto scope = kbuf::scope<memory_space>();  // releases the call's temporaries at '}'
+///   auto scope = kbuf::scope<memory_space>(halo_owner);  // releases the call's buffers at '}'
 ///   buffer_type send = kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>(
-///       "send_buffer", halo.num_export(), data.extent(1));
+///       halo_owner, "send_buffer", halo.num_export(), data.extent(1));
 ///   ...
 /// }
-/// // In the caller, once:
-/// kbuf::use current(alloc);  // or (pool), or (kbuf::process_allocator())
+/// // In the caller, once (in main):
+/// kbuf::use_process_allocators guard;  // or kbuf::use current(alloc), or (pool)
 /// @endcode
 
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <Kokkos_Core.hpp>
 
@@ -38,14 +48,97 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
+#include <kbuf/impl/process_registry.hpp>
 #include <kbuf/impl/view_traits.hpp>
 
 namespace kbuf {
 
+/// Who a `kbuf::scope` belongs to: a library (or any part of a program) names its own owner once
+/// and passes it to every `kbuf::scope` it opens and every `kbuf::temporary` it takes. A scope
+/// serves only the temporaries of its own owner; a temporary taken while the thread's innermost
+/// scope belongs to someone else (its caller's scope, another library's) is a plain View. So a
+/// caller that opens a scope of its own around a library call never lends the library memory
+/// that its scope releases: an object the library builds there and the caller keeps (Cabana's
+/// `createGather`) holds plain Views.
+///
+/// Owners are told apart by their names, so give each library its own (its namespace, say):
+/// two owner objects with the same name are the same owner (which lets a library's owner be
+/// one owner in every shared object it is compiled into). The name must outlive every scope and
+/// temporary that names the owner: a string literal.
+/// @code
+/// inline constexpr kbuf::owner halo_owner{"halo"};
+/// @endcode
+/// Trivially copyable; a constant expression.
+class owner final {
+ public:
+  /// The owner named `name` (not null: kbuf::scope and kbuf::temporary refuse a null name).
+  explicit constexpr owner(const char* name) noexcept : name_(name) {}
+  /// Its name.
+  [[nodiscard]] constexpr const char* name() const noexcept { return name_; }
+
+ private:
+  const char* name_;
+};
+
+template <class MemorySpace>
+class CurrentScope;
+
+template <class MemorySpace = default_memory_space>
+BufferAllocator<MemorySpace>& process_allocator();
+
+namespace Impl {
+
+/// True when a scope of owner `a` serves a temporary of owner `b` (null: no owner): the same
+/// object, or owners of the same name.
+inline bool same_owner(const owner* a, const owner* b) noexcept {
+  if (a == b) return true;
+  return a != nullptr && b != nullptr && std::strcmp(a->name(), b->name()) == 0;
+}
+
+/// What the drop-in's free functions reach inside the classes they serve.
+struct CurrentAccess {
+  /// The scope that serves a temporary of owner `o` (null for none): the thread's innermost open
+  /// kbuf::scope of the space, if it belongs to `o`, has an allocator, and that allocator is
+  /// still the current one; else null (the temporary is a plain View).
+  template <class MemorySpace>
+  KBUF_IMPL_ALWAYS_INLINE static CurrentScope<MemorySpace>* serving_scope(const owner* o) noexcept {
+    ThreadSpaceState& state = current_state<MemorySpace>();
+    auto* s = static_cast<CurrentScope<MemorySpace>*>(state.innermost_scope);
+    if (s == nullptr || s->alloc_ == nullptr || s->serial_ != state.current_serial) {
+      return nullptr;
+    }
+    if (KBUF_IMPL_UNLIKELY(s->owner_ != o) && !same_owner(s->owner_, o)) return nullptr;
+    return s;
+  }
+
+  /// The allocator of a serving scope.
+  template <class MemorySpace>
+  static BufferAllocator<MemorySpace>& allocator(const CurrentScope<MemorySpace>& s) noexcept {
+    return *s.alloc_;
+  }
+
+  /// KBUF_ENABLE_DEBUG: `v`, a counted View in place of a temporary of `s`, which checks at its
+  /// end that nothing else holds it.
+  template <class MemorySpace, class V>
+  static V hold(CurrentScope<MemorySpace>& s, const char* label, V v) {
+    s.held_.push_back(std::make_unique<HeldView<V>>(label, v));
+    return v;
+  }
+
+  /// KBUF_ENABLE_DEBUG: counts the guards that make `alloc` current.
+  template <class MemorySpace>
+  static void count_use(BufferAllocator<MemorySpace>& alloc, int delta) noexcept {
+    alloc.live_uses_ += static_cast<std::size_t>(delta);
+  }
+};
+
+}  // namespace Impl
+
 /// A guard that makes an allocator the calling thread's current allocator for `MemorySpace`
 /// while it lives: `kbuf::current<MemorySpace>()` returns it, `kbuf::scope` opens scopes of it
 /// and `kbuf::temporary` takes from it inside them. Guards nest: the newest live guard of a thread
-/// wins, and when it ends the one made before it is current again.
+/// wins (a `kbuf::use_process_allocators` guard among them), and when it ends the one made before
+/// it is current again.
 ///
 /// @code
 /// kbuf::use current(alloc);  // MemorySpace deduced from the allocator
@@ -55,7 +148,8 @@ namespace kbuf {
 /// Per thread: a guard changes nothing for other threads, which see their own guards (none,
 /// unless they make one). Made from an `AllocatorPool`, it makes the calling thread's own
 /// allocator of the pool (`pool.local()`) current, so each thread that makes such a guard
-/// uses its own allocator and none shares one.
+/// uses its own allocator and none shares one. One per process: a guard made in the executable
+/// is seen inside every shared library of the process, also one built with hidden visibility.
 ///
 /// A guard belongs to the thread that made it and must be destroyed there. Guards may end in
 /// any order (an RAII guard ends in reverse order of its creation anyway): the current
@@ -73,10 +167,15 @@ class use final {
 
   /// Makes `alloc` the calling thread's current allocator for `MemorySpace`.
   explicit use(BufferAllocator<MemorySpace>& alloc) noexcept
-      : alloc_(&alloc), state_(&Impl::current_state<MemorySpace>()), outer_(state_->innermost) {
-    state_->innermost = this;
+      : alloc_(&alloc),
+        state_(&Impl::current_state<MemorySpace>()),
+        outer_(static_cast<use*>(state_->innermost_use)),
+        serial_(state_->thread->new_serial()) {
+    state_->innermost_use = this;
+    state_->use_serial = serial_;
+    state_->current_serial = serial_;
 #if KBUF_ENABLE_DEBUG
-    ++alloc.live_uses_;
+    Impl::CurrentAccess::count_use(alloc, 1);
 #endif
   }
 
@@ -100,9 +199,12 @@ class use final {
           ") was destroyed on another thread than the one that made it; a guard belongs to "
           "the thread that made it"));
     }
-    --alloc_->live_uses_;
+    Impl::CurrentAccess::count_use(*alloc_, -1);
 #endif
-    Impl::Chain::unlink(state_->innermost, this);
+    Impl::Chain::unlink(state_->innermost_use, this);
+    const use* innermost = static_cast<const use*>(state_->innermost_use);
+    state_->use_serial = innermost != nullptr ? innermost->serial_ : 0;
+    state_->current_serial = state_->thread->current_of(*state_);
   }
 
   /// The allocator this guard makes current.
@@ -114,27 +216,165 @@ class use final {
   friend struct Impl::Chain;
 
   allocator_type* alloc_;
-  Impl::CurrentState<MemorySpace>* state_;  // of the thread that made it
-  use* outer_;                              // the thread's guard made before it, or null
+  Impl::ThreadSpaceState* state_;  // of the thread that made it
+  use* outer_;                     // the thread's guard made before it, or null
+  std::uint64_t serial_;           // its place among the thread's guards
 };
 
-/// The calling thread's current allocator for `MemorySpace`: that of its newest live
-/// `kbuf::use` guard, or null when it has none. The pointer is valid while that guard lives.
-/// Lock-free, allocates nothing.
-template <class MemorySpace = default_memory_space>
-[[nodiscard]] BufferAllocator<MemorySpace>* current() noexcept {
-  const use<MemorySpace>* g = Impl::current_state<MemorySpace>().innermost;
-  return g != nullptr ? &g->allocator() : nullptr;
+/// A guard that makes, while it lives, the process allocator of every memory space
+/// (`kbuf::process_allocator<Space>()`) the calling thread's current allocator for that space:
+/// one line in `main` serves whatever memory space a library allocates in, chosen at run time or
+/// not, in the setup phase as well as in the time loop.
+/// @code
+/// int main(int argc, char* argv[]) {
+///   Kokkos::ScopeGuard kokkos(argc, argv);
+///   kbuf::use_process_allocators guard;  // ends before the ScopeGuard finalizes Kokkos
+///   ...
+/// }
+/// @endcode
+/// It nests with `kbuf::use` guards: the newest live guard of the thread decides each space's
+/// current allocator. A space's process allocator is made when a scope first asks for it, as
+/// `kbuf::process_allocator` makes it. Per thread, like `kbuf::use`: it belongs to the thread
+/// that made it, must be destroyed there (with `KBUF_ENABLE_DEBUG` a guard destroyed on another
+/// thread aborts), and must end before `Kokkos::finalize`. Not copyable, not movable.
+class use_process_allocators final {
+ public:
+  /// Makes every memory space's process allocator current on the calling thread.
+  /// @throws kbuf::logic_error if Kokkos is not initialized (before `Kokkos::initialize`, after
+  /// `Kokkos::finalize`).
+  use_process_allocators()
+      : states_(&Impl::thread_states()),
+        outer_(states_->innermost_all),
+        serial_(states_->new_serial()) {
+    KBUF_EXPECTS(Kokkos::is_initialized(),
+                 "kbuf::use_process_allocators: Kokkos is not initialized; the process "
+                 "allocators exist between Kokkos::initialize and Kokkos::finalize");
+    states_->innermost_all = this;
+    states_->all_serial = serial_;
+    states_->update_current();
+  }
+  use_process_allocators(const use_process_allocators&) = delete;
+  use_process_allocators(use_process_allocators&&) = delete;
+  use_process_allocators& operator=(const use_process_allocators&) = delete;
+  use_process_allocators& operator=(use_process_allocators&&) = delete;
+
+  /// Each space's allocator current before this guard is current again (if this is the newest
+  /// live guard of the thread). Never throws.
+  ~use_process_allocators() {
+#if KBUF_ENABLE_DEBUG
+    if (&Impl::thread_states() != states_) {
+      Impl::debug_abort(
+          "kbuf::use_process_allocators: the guard was destroyed on another thread than the one "
+          "that made it; a guard belongs to the thread that made it");
+    }
+#endif
+    Impl::Chain::unlink(states_->innermost_all, this);
+    states_->all_serial = states_->innermost_all != nullptr ? states_->innermost_all->serial_ : 0;
+    states_->update_current();
+    if (states_->innermost_all == nullptr) {  // the thread's last: forget its process allocators
+      for (std::size_t i = 0; i < states_->count; ++i) {
+        Impl::ThreadSpaceState& s = states_->spaces[i];
+        if (s.process_allocator != nullptr) s.forget_process_allocator(s);
+      }
+    }
+  }
+
+ private:
+  friend struct Impl::Chain;
+
+  Impl::ThreadStates* states_;     // of the thread that made it
+  use_process_allocators* outer_;  // the thread's guard made before it, or null
+  std::uint64_t serial_;           // its place among the thread's guards
+};
+
+namespace Impl {
+
+/// Forgets the thread's process allocator of `MemorySpace` (its last use_process_allocators
+/// guard ended).
+template <class MemorySpace>
+void forget_process_allocator(ThreadSpaceState& state) noexcept {
+#if KBUF_ENABLE_DEBUG
+  CurrentAccess::count_use(*static_cast<BufferAllocator<MemorySpace>*>(state.process_allocator),
+                           -1);
+#endif
+  state.process_allocator = nullptr;
 }
 
-/// What `kbuf::scope` returns: a scope of the allocator that was current when it was made,
-/// which it resets when destroyed (also when an exception unwinds through it), or, when no
-/// allocator was current, a scope that does nothing. While it is the calling thread's innermost
-/// open scope and its allocator is current, `kbuf::temporary` takes from that allocator: so
-/// every temporary it gives out is released by a scope, and temporaries taken anywhere else
-/// (outside every scope, or under a guard made inside the scope for another allocator) are plain
-/// Views. It keeps to the allocator it was opened on: a guard made inside it changes nothing of
-/// what it releases.
+/// The thread's process allocator of `MemorySpace` while a use_process_allocators guard decides
+/// its current allocator: found once per thread and guard, then kept. Null when it cannot be had
+/// (Kokkos::finalize ended it, or its first allocator could not be made): plain Views then.
+template <class MemorySpace>
+KBUF_IMPL_COLD BufferAllocator<MemorySpace>* find_process_allocator(
+    ThreadSpaceState& state) noexcept {
+  try {
+    BufferAllocator<MemorySpace>& alloc = process_allocator<MemorySpace>();
+    state.process_allocator = &alloc;
+    state.forget_process_allocator = &forget_process_allocator<MemorySpace>;
+#if KBUF_ENABLE_DEBUG
+    CurrentAccess::count_use(alloc, 1);
+#endif
+    return &alloc;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+/// Says once per process, in debug builds, that a scope of `MemorySpace` found no current
+/// allocator while another space has one: a caller's guard for the wrong space.
+template <class MemorySpace>
+KBUF_IMPL_COLD void note_no_current(const owner* o) noexcept {
+  const ThreadStates& t = thread_states();
+  const char* key = space_key<MemorySpace>();
+  for (std::size_t i = 0; i < t.count; ++i) {
+    const ThreadSpaceState& s = t.spaces[i];
+    if (s.current_serial == 0 || std::strcmp(s.key, key) == 0) continue;
+    if (process_state<MemorySpace>().said_no_current.exchange(true)) return;
+    std::fprintf(stderr,
+                 "kbuf::scope<Kokkos::%sSpace>%s%s%s: no allocator is current for this memory "
+                 "space on this thread, while one is for Kokkos::%sSpace; the scope's "
+                 "temporaries are plain Views (kbuf::use_process_allocators makes the process "
+                 "allocator of every space current). Said once.\n",
+                 MemorySpace::name(), o != nullptr ? " of '" : "", o != nullptr ? o->name() : "",
+                 o != nullptr ? "'" : "", s.name);
+    return;
+  }
+}
+
+}  // namespace Impl
+
+/// The calling thread's current allocator for `MemorySpace`: that of its newest live
+/// `kbuf::use` guard, or the process allocator of the space when a `kbuf::use_process_allocators`
+/// guard is newer; null when it has neither. The pointer is valid while that guard lives.
+/// Lock-free; allocates nothing (but the process allocator's first use on a thread makes it).
+template <class MemorySpace = default_memory_space>
+[[nodiscard]] BufferAllocator<MemorySpace>* current() noexcept {
+  Impl::ThreadSpaceState& state = Impl::current_state<MemorySpace>();
+  if (state.current_serial == 0) return nullptr;
+  if (state.current_serial == state.use_serial) {
+    return &static_cast<const use<MemorySpace>*>(state.innermost_use)->allocator();
+  }
+  if (state.process_allocator != nullptr) {
+    return static_cast<BufferAllocator<MemorySpace>*>(state.process_allocator);
+  }
+  return Impl::find_process_allocator<MemorySpace>(state);
+}
+
+/// What `kbuf::scope` returns: a scope of the allocator that was current when it was made, which
+/// it resets when destroyed (also when an exception unwinds through it), or, when no allocator
+/// was current, a scope that does nothing. It belongs to an owner (or to none, for
+/// `kbuf::scope()`). While it is the calling thread's innermost open scope of its memory space and
+/// its allocator is still current, `kbuf::temporary` calls that name the same owner take from
+/// that allocator: so every temporary it gives out is released by a scope of its own owner, and
+/// temporaries taken anywhere else (outside every scope, under another owner's scope, or under a
+/// guard made inside the scope) are plain Views. It keeps to the allocator it was opened on: a
+/// guard made inside it changes nothing of what it releases.
+///
+/// With `KBUF_ENABLE_DEBUG`, the temporaries it serves are Views with a reference count of their
+/// own (the allocator still accounts for them), and when it ends while something still holds
+/// one of them (a member of an object that outlives the call), the program aborts with a
+/// message naming the temporary's label and the scope's owner; in pass-through mode without
+/// debug checks, the temporary's memory is freed when the scope ends, so AddressSanitizer
+/// reports a later use.
 ///
 /// Like a guard it belongs to the thread that made it. Scopes of one allocator end in LIFO
 /// order, as `BufferAllocator::Scope`s do. Not copyable, not movable: `auto s = kbuf::scope();`
@@ -145,15 +385,19 @@ class CurrentScope final {
   /// The allocator of its scopes.
   using allocator_type = BufferAllocator<MemorySpace>;
 
-  /// A scope of `*alloc` (its checkpoint now), or, for null, a scope that does nothing; the
-  /// calling thread's innermost scope from now on.
-  explicit CurrentScope(allocator_type* alloc) noexcept
+  /// A scope of `*alloc` (its checkpoint now) belonging to `*o` (none for null), or, for a null
+  /// `alloc`, a scope that does nothing; the calling thread's innermost scope from now on.
+  CurrentScope(allocator_type* alloc, const owner* o) noexcept
       : alloc_(alloc),
+        owner_(o),
         state_(&Impl::current_state<MemorySpace>()),
-        outer_(state_->innermost_scope) {
+        outer_(static_cast<CurrentScope*>(state_->innermost_scope)),
+        serial_(state_->current_serial) {
     state_->innermost_scope = this;
     if (alloc != nullptr) scope_.emplace(alloc->scope());
   }
+  /// As above, belonging to no owner (`kbuf::scope()`).
+  explicit CurrentScope(allocator_type* alloc) noexcept : CurrentScope(alloc, nullptr) {}
   CurrentScope(const CurrentScope&) = delete;
   CurrentScope(CurrentScope&&) = delete;
   CurrentScope& operator=(const CurrentScope&) = delete;
@@ -162,58 +406,88 @@ class CurrentScope final {
   ~CurrentScope() {
 #if KBUF_ENABLE_DEBUG
     if (&Impl::current_state<MemorySpace>() != state_) {
-      Impl::debug_abort(
-          Impl::concat("kbuf::scope: a scope of allocator '",
-                       alloc_ != nullptr ? alloc_->label() : std::string("(none)"),
-                       "' was destroyed on another thread than the one that made it; a scope "
-                       "belongs to the thread that made it"));
+      Impl::debug_abort(Impl::concat("kbuf::scope: a scope of allocator '",
+                                     alloc_ != nullptr ? alloc_->label() : std::string("(none)"),
+                                     "' was destroyed on another thread than the one that made "
+                                     "it; a scope belongs to the thread that made it"));
+    }
+    for (const auto& h : held_) {
+      if (h->use_count() > 1) {
+        Impl::debug_abort(Impl::concat(
+            "kbuf::scope", owner_ != nullptr ? " of '" : "",
+            owner_ != nullptr ? owner_->name() : "", owner_ != nullptr ? "'" : "",
+            " on allocator '", alloc_->label(), "': the temporary '", h->label, "' (", h->bytes(),
+            " bytes) is still referenced (", h->use_count() - 1,
+            " more reference(s)) when the scope that served it ends; something kept it past the "
+            "call (a member of an object built inside the scope and kept by its caller?)"));
+      }
     }
 #endif
     Impl::Chain::unlink(state_->innermost_scope, this);
-  }  // scope_ resets alloc_ now
+  }  // held_ and scope_ end now: scope_ resets alloc_
 
   /// The allocator it resets, or null for a scope that does nothing.
   [[nodiscard]] allocator_type* allocator() const noexcept {
     return alloc_;
   }
+  /// The owner it belongs to, or null for none.
+  [[nodiscard]] const owner* owner_of() const noexcept {
+    return owner_;
+  }
 
  private:
   friend struct Impl::Chain;
+  friend struct Impl::CurrentAccess;
 
   allocator_type* alloc_;
-  Impl::CurrentState<MemorySpace>* state_;  // of the thread that made it
-  CurrentScope* outer_;                     // the thread's scope made before it, or null
+  const owner* owner_;
+  Impl::ThreadSpaceState* state_;  // of the thread that made it
+  CurrentScope* outer_;            // the thread's scope made before it, or null
+  std::uint64_t serial_;           // the thread's current_serial when it was made
   std::optional<typename allocator_type::Scope> scope_;
+  // KBUF_ENABLE_DEBUG: the temporaries it served, reference-counted (empty otherwise).
+  std::vector<std::unique_ptr<Impl::HeldTemporary>> held_;
 };
 
-/// A scope of the calling thread's current allocator for `MemorySpace`: every temporary taken
-/// from it after this call is released when the scope ends, and only inside such a scope does
-/// `kbuf::temporary` take from the allocator. With no current allocator, a scope that does
-/// nothing (`kbuf::temporary` makes plain Views, which free themselves). Open it where a call
-/// begins, before its temporaries:
+/// A scope of the calling thread's current allocator for `MemorySpace`, belonging to `o`: every
+/// temporary taken from it after this call is released when the scope ends, and only inside
+/// such a scope do `kbuf::temporary` calls naming `o` take from the allocator. With no current
+/// allocator, a scope that does nothing (`kbuf::temporary` makes plain Views, which free
+/// themselves); with `KBUF_ENABLE_DEBUG` that case says once on stderr when another memory space
+/// has a current allocator. Open it where a call begins, before its temporaries:
 /// @code
-/// auto scope = kbuf::scope<memory_space>();
+/// auto scope = kbuf::scope<memory_space>(my_owner);
 /// @endcode
+/// @throws kbuf::logic_error if `o` has a null name.
+template <class MemorySpace = default_memory_space>
+[[nodiscard]] CurrentScope<MemorySpace> scope(const owner& o) {
+  KBUF_EXPECTS(o.name() != nullptr, "kbuf::scope<", Impl::space_name<MemorySpace>(),
+               ">(owner): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
+  BufferAllocator<MemorySpace>* alloc = current<MemorySpace>();
+#if KBUF_ENABLE_DEBUG
+  if (alloc == nullptr) Impl::note_no_current<MemorySpace>(&o);
+#endif
+  return CurrentScope<MemorySpace>(alloc, &o);
+}
+
+/// As above, for a scope that belongs to no owner: it serves only `kbuf::temporary` calls that
+/// name no owner either. For code that is both the caller and the library (an application's own
+/// functions); a library names its owner, so that no scope of its callers can serve it.
 template <class MemorySpace = default_memory_space>
 [[nodiscard]] CurrentScope<MemorySpace> scope() noexcept {
-  return CurrentScope<MemorySpace>(current<MemorySpace>());
+  BufferAllocator<MemorySpace>* alloc = current<MemorySpace>();
+#if KBUF_ENABLE_DEBUG
+  if (alloc == nullptr) Impl::note_no_current<MemorySpace>(nullptr);
+#endif
+  return CurrentScope<MemorySpace>(alloc, nullptr);
 }
 
 namespace Impl {
 
-/// The allocator kbuf::temporary takes from: the current one, when the thread's innermost open
-/// kbuf::scope is one of it; else null.
-template <class MemorySpace>
-BufferAllocator<MemorySpace>* scoped_current() noexcept {
-  const CurrentState<MemorySpace>& state = current_state<MemorySpace>();
-  if (state.innermost == nullptr || state.innermost_scope == nullptr) return nullptr;
-  BufferAllocator<MemorySpace>* alloc = &state.innermost->allocator();
-  return state.innermost_scope->allocator() == alloc ? alloc : nullptr;
-}
-
-/// kbuf::temporary for a label given as a C string.
+/// kbuf::temporary of owner `o` (null for none) for a label given as a C string.
 template <class DataType, class Layout, class MemorySpace, class... Extents>
-Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents... extents) {
+Kokkos::View<DataType, Layout, MemorySpace> temporary_of(const owner* o, const char* label,
+                                                         Extents... extents) {
   using V = Kokkos::View<DataType, Layout, MemorySpace>;
   using U = typename BufferAllocator<MemorySpace>::template view<DataType, Layout>;
   using T = typename V::value_type;
@@ -230,6 +504,8 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents
                 "kbuf::temporary: the value type must be trivially destructible (temporaries are "
                 "released without running destructors)");
   KBUF_EXPECTS(label != nullptr, "kbuf::temporary(nullptr, ...): the label is null");
+  KBUF_EXPECTS(o == nullptr || o->name() != nullptr, "kbuf::temporary(owner, \"", label,
+               "\", ...): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
   std::size_t nbytes = 0;
   const bool fast = Impl::fast_byte_count<DataType, U>(nbytes, extents...);
   if (KBUF_IMPL_UNLIKELY(!fast)) {
@@ -240,8 +516,16 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents
         },
         extents...);
   }
-  if (BufferAllocator<MemorySpace>* alloc = scoped_current<MemorySpace>()) {
-    const U u = alloc->template allocate<DataType, Layout>(extents...);
+  if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
+    const U u = CurrentAccess::allocator(*s).template allocate<DataType, Layout>(label, extents...);
+#if KBUF_ENABLE_DEBUG
+    if (u.size() != 0) {
+      return CurrentAccess::hold(
+          *s, label,
+          V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+            static_cast<std::size_t>(extents)...));
+    }
+#endif
     return Impl::unmanaged_view<V>(u.data(), extents...);
   }
   return V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
@@ -252,35 +536,57 @@ Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label, Extents
 
 /// A buffer of `DataType` in `Layout` (LayoutRight or LayoutLeft), one extent per runtime
 /// dimension, uninitialised, of the plain type `Kokkos::View<DataType, Layout, MemorySpace>`, so
-/// that it assigns to a library's own View members.
-/// - With a current allocator (`kbuf::use`), inside a `kbuf::scope` of it (the calling thread's
-///   innermost): a temporary of the allocator, released when that scope ends. The View holds
-///   no reference count (Kokkos treats it as unmanaged: `use_count()` is 0, `label()` empty)
-///   and dangles after that, like every kbuf temporary.
-/// - Otherwise (no current allocator, or no scope of it open): a View allocated
+/// that it assigns to a library's own View members; `label` names it in Kokkos Tools' records
+/// either way.
+/// - Inside a `kbuf::scope` of `o` (the calling thread's innermost scope of `MemorySpace`) whose
+///   allocator is still the thread's current one: a temporary of that allocator, released when
+///   that scope ends. The View holds no reference count (Kokkos treats it as unmanaged:
+///   `use_count()` is 0, `label()` empty; with `KBUF_ENABLE_DEBUG` it is counted, see
+///   `kbuf::CurrentScope`) and dangles after that, like every kbuf temporary.
+/// - Otherwise (no scope of `o` innermost, or no allocator current): a View allocated
 ///   `Kokkos::view_alloc(label, Kokkos::WithoutInitializing)`, exactly what the library made
-///   before it adopted kbuf. So an object made outside a call's scope, which may outlive it,
-///   never holds a temporary.
+///   before it adopted kbuf. So an object made outside the library's own per-call scopes, which
+///   may outlive them, never holds a temporary, whatever scopes its caller opened.
 /// A zero extent gives an empty View that holds no memory from the allocator. The value type
 /// must be trivially destructible.
 /// @throws kbuf::logic_error for a negative extent or a size that overflows `size_t`, naming
-/// the call, the label and the value; nothing is allocated then.
+/// the call, the label and the value, or for an owner with a null name; nothing is allocated
+/// then.
 /// @throws kbuf::out_of_memory as `BufferAllocator::allocate`; without a current allocator,
 /// what Kokkos throws when an allocation fails.
 template <class DataType, class Layout = Kokkos::LayoutRight,
           class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const std::string& label,
+[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const owner& o,
+                                                                    const std::string& label,
                                                                     Extents... extents) {
-  return Impl::temporary<DataType, Layout, MemorySpace>(label.c_str(), extents...);
+  return Impl::temporary_of<DataType, Layout, MemorySpace>(&o, label.c_str(), extents...);
 }
 
 /// As above, for a label given as a string literal: the same, without making a `std::string`
 /// (and so no heap allocation for a long label) unless a plain View is made.
 template <class DataType, class Layout = Kokkos::LayoutRight,
           class MemorySpace = default_memory_space, class... Extents>
+[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const owner& o,
+                                                                    const char* label,
+                                                                    Extents... extents) {
+  return Impl::temporary_of<DataType, Layout, MemorySpace>(&o, label, extents...);
+}
+
+/// As above, for a temporary of no owner: served only by a `kbuf::scope()` that names no owner
+/// either (code that is both the caller and the library; a library names its owner).
+template <class DataType, class Layout = Kokkos::LayoutRight,
+          class MemorySpace = default_memory_space, class... Extents>
+[[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const std::string& label,
+                                                                    Extents... extents) {
+  return Impl::temporary_of<DataType, Layout, MemorySpace>(nullptr, label.c_str(), extents...);
+}
+
+/// As above, for a label given as a string literal.
+template <class DataType, class Layout = Kokkos::LayoutRight,
+          class MemorySpace = default_memory_space, class... Extents>
 [[nodiscard]] Kokkos::View<DataType, Layout, MemorySpace> temporary(const char* label,
                                                                     Extents... extents) {
-  return Impl::temporary<DataType, Layout, MemorySpace>(label, extents...);
+  return Impl::temporary_of<DataType, Layout, MemorySpace>(nullptr, label, extents...);
 }
 
 /// The process's allocator for `MemorySpace`, for code that has no `main` to own one: the
@@ -289,19 +595,21 @@ template <class DataType, class Layout = Kokkos::LayoutRight,
 /// `Kokkos::initialize` and destroyed, with its allocators and their buffers, by
 /// `Kokkos::finalize` (through `Kokkos::push_finalize_hook`). Any host thread may call it; each
 /// gets its own allocator, as from `AllocatorPool::local()` (lock-free after a thread's first
-/// call). Make it current with `kbuf::use current(kbuf::process_allocator());`.
+/// call). One per process, also across shared libraries built with hidden visibility. Make it
+/// current with `kbuf::use current(kbuf::process_allocator());`, or every space's with
+/// `kbuf::use_process_allocators guard;`.
 ///
 /// The reference is valid until `Kokkos::finalize`. By then every thread must be done with it:
-/// no live temporary, scope or `kbuf::use` guard (with `KBUF_ENABLE_DEBUG`, `Kokkos::finalize`
-/// aborts naming the allocator otherwise), and no call of it during `Kokkos::finalize` (a
-/// finalize hook must not call it).
+/// no live temporary, scope or guard (with `KBUF_ENABLE_DEBUG`, `Kokkos::finalize` aborts naming
+/// the allocator otherwise), and no call of it during `Kokkos::finalize` (a finalize hook must
+/// not call it).
 /// @throws kbuf::logic_error before `Kokkos::initialize` or after `Kokkos::finalize`, naming the
 /// call.
 /// @throws kbuf::out_of_memory if a thread's first call cannot make its allocator.
-template <class MemorySpace = default_memory_space>
+template <class MemorySpace>
 [[nodiscard]] BufferAllocator<MemorySpace>& process_allocator() {
-  AllocatorPool<MemorySpace>* pool =
-      Impl::process_state<MemorySpace>().pool.load(std::memory_order_acquire);
+  AllocatorPool<MemorySpace>* pool = static_cast<AllocatorPool<MemorySpace>*>(
+      Impl::process_state<MemorySpace>().pool.load(std::memory_order_acquire));
   if (KBUF_IMPL_UNLIKELY(pool == nullptr)) pool = &Impl::make_process_pool<MemorySpace>();
   return pool->local();
 }

@@ -10,6 +10,7 @@
 
 #include "allocation_counter.hpp"
 #include "halo.hpp"
+#include "halo_workload.hpp"
 #include "test_support.hpp"
 
 #include <atomic>
@@ -30,116 +31,7 @@ using Alloc = kbuf::BufferAllocator<space>;
 using Pool = kbuf::AllocatorPool<space>;
 using kbuf_test::AllocationCounter;
 using kbuf_test::AllocationCounts;
-
-constexpr std::size_t num_owned = 300;
-constexpr std::size_t comps = 3;
-constexpr std::size_t num_halos = 4;            // ghost counts differ between them
-constexpr std::size_t steps = 2 * num_halos;    // one pass: every halo twice
-constexpr std::size_t max_ghost = 60 + 37 * 3;  // the largest halo's ghosts
-constexpr std::size_t rows = num_owned + max_ghost;
-constexpr long modulus = 1009;
-
-std::size_t num_ghost(std::size_t k) {
-  return 60 + 37 * k;
-}
-// The owned element ghost i of halo k copies: owned elements are copied by up to three ghosts.
-int export_id(std::size_t k, std::size_t i) {
-  return static_cast<int>((i * 7 + k * 13) % num_owned);
-}
-double initial(std::size_t i, std::size_t c) {
-  return static_cast<double>((i * 31 + c * 7) % 101);
-}
-
-// The step between gather and scatter, on the owned elements and the halo's ghosts: integer
-// arithmetic in doubles, exact (every value stays far below 2^53), so every run must give the
-// same bits as the host reference.
-struct Update {
-  halo::Data data;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t i) const {
-    for (std::size_t c = 0; c < data.extent(1); ++c) {
-      const long v = static_cast<long>(data(i, c));
-      data(i, c) = static_cast<double>((v * 3 + static_cast<long>(i + c)) % modulus);
-    }
-  }
-};
-struct Fill {
-  halo::Data data;
-  KOKKOS_INLINE_FUNCTION void operator()(const std::size_t i) const {
-    for (std::size_t c = 0; c < data.extent(1); ++c) {
-      data(i, c) = static_cast<double>((i * 31 + c * 7) % 101);
-    }
-  }
-};
-
-// The halos, made once (their export ids are the caller's, not per-call buffers).
-std::vector<halo::Halo> make_halos() {
-  std::vector<halo::Halo> halos;
-  for (std::size_t k = 0; k < num_halos; ++k) {
-    halo::Ids ids("export_ids", num_ghost(k));
-    auto host = Kokkos::create_mirror_view(ids);
-    for (std::size_t i = 0; i < num_ghost(k); ++i) host(i) = export_id(k, i);
-    Kokkos::deep_copy(ids, host);
-    halos.emplace_back(num_owned, ids);
-  }
-  return halos;
-}
-
-// Particle data in its initial state.
-halo::Data make_data() {
-  halo::Data data("particles", rows, comps);
-  Kokkos::parallel_for("fill", Kokkos::RangePolicy<halo::execution_space>(0, rows), Fill{data});
-  Kokkos::fence();
-  return data;
-}
-
-// One pass: `steps` steps of gather, update, scatter. Only kernels over ranges, fences and
-// copies between Views: what Kokkos 3.4's Serial backend can take from several threads at once.
-void run_pass(const std::vector<halo::Halo>& halos, const halo::Data& data) {
-  for (std::size_t s = 0; s < steps; ++s) {
-    const halo::Halo& h = halos[s % num_halos];
-    halo::gather(h, data);
-    Kokkos::parallel_for("update",
-                         Kokkos::RangePolicy<halo::execution_space>(0, num_owned + h.num_ghost()),
-                         Update{data});
-    Kokkos::fence();
-    halo::scatter(h, data);
-  }
-}
-
-std::vector<double> to_host(const halo::Data& data) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), data);
-  return std::vector<double>(host.data(), host.data() + rows * comps);
-}
-
-// The same passes on the host with plain loops.
-std::vector<double> reference(std::size_t passes) {
-  std::vector<double> d(rows * comps);
-  for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t c = 0; c < comps; ++c) d[i * comps + c] = initial(i, c);
-  }
-  for (std::size_t p = 0; p < passes; ++p) {
-    for (std::size_t s = 0; s < steps; ++s) {
-      const std::size_t k = s % num_halos;
-      for (std::size_t i = 0; i < num_ghost(k); ++i) {  // gather
-        for (std::size_t c = 0; c < comps; ++c) {
-          d[(num_owned + i) * comps + c] = d[export_id(k, i) * comps + c];
-        }
-      }
-      for (std::size_t i = 0; i < num_owned + num_ghost(k); ++i) {  // update
-        for (std::size_t c = 0; c < comps; ++c) {
-          const long v = static_cast<long>(d[i * comps + c]);
-          d[i * comps + c] = static_cast<double>((v * 3 + static_cast<long>(i + c)) % modulus);
-        }
-      }
-      for (std::size_t i = 0; i < num_ghost(k); ++i) {  // scatter
-        for (std::size_t c = 0; c < comps; ++c) {
-          d[export_id(k, i) * comps + c] += d[(num_owned + i) * comps + c];
-        }
-      }
-    }
-  }
-  return d;
-}
+using namespace halo_workload;
 
 // Threads that wait for each other at each numbered point.
 class Barrier {
@@ -253,9 +145,11 @@ TEST_CASE(
   CHECK(alloc.statistics().fallbacks == 0);
   CHECK(alloc.statistics().regrows == 0);
   // kbuf's own records, apart: a send and a receive buffer per call (the empty ones hold no
-  // memory and are not reported), each released.
+  // memory and are not reported), each released, each under its label.
   CHECK(n.temporaries == 2 * 2 * steps);
   CHECK(n.releases == n.temporaries);
+  CHECK(AllocationCounter::records("send_buffer") == 2 * steps);
+  CHECK(AllocationCounter::records("recv_buffer") == 2 * steps);
   CHECK(alloc.empty());
   CHECK(kbuf::current<space>() == nullptr);
   CHECK(to_host(data) == reference(2));
@@ -282,6 +176,51 @@ TEST_CASE(
   CHECK(n.temporaries == 0);
   CHECK(n.releases == 0);
   CHECK(to_host(data) == reference(2));
+}
+
+TEST_CASE(
+    "a gather built inside a scope its caller opened and used after it corrupts nothing: its "
+    "buffers are its own") {
+  // Cabana's createGather: the caller builds a gather and keeps it across steps. Here it builds
+  // it inside a scope of its own, which ends before the gather is used. Were the gather's
+  // buffers temporaries of that scope, the unrelated temporary taken afterwards would lie over
+  // them, and apply() would write into it.
+  const auto halos = make_halos();
+  halo::Data data = make_data();
+  Alloc alloc(1 << 20);  // room for everything: no fallback, the buffer is reused as is
+  kbuf::use current(alloc);
+  std::vector<halo::KeptGather> kept;
+  for (const bool caller_owner : {false, true}) {
+    INFO("the caller's scope has ", std::string(caller_owner ? "an owner of its own" : "no owner"));
+    constexpr kbuf::owner app{"app"};
+    kept.clear();
+    {
+      auto scope = caller_owner ? kbuf::scope<space>(app) : kbuf::scope<space>();
+      const auto mine = caller_owner
+                            ? kbuf::temporary<double*, Kokkos::LayoutRight, space>(app, "mine", 8)
+                            : kbuf::temporary<double*, Kokkos::LayoutRight, space>("mine", 8);
+      CHECK(alloc.is_live(mine));  // the caller's own temporaries are served
+      kept.emplace_back(halos[3], data);
+      CHECK(alloc.checkpoint().depth() == 1);  // the gather's buffers are not temporaries
+    }
+    REQUIRE(alloc.empty());
+    constexpr std::size_t n = 4096;  // over everything the scope above could have held
+    auto scope = kbuf::scope<space>();
+    const auto unrelated = kbuf::temporary<double*, Kokkos::LayoutRight, space>("unrelated", n);
+    Kokkos::deep_copy(unrelated, -1.0);
+    kept.front().apply();
+    auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), unrelated);
+    std::size_t overwritten = 0;
+    for (std::size_t i = 0; i < n; ++i) overwritten += host(i) != -1.0 ? 1 : 0;
+    CHECK(overwritten == 0);
+  }
+  // And the gather did its job: every ghost holds the owned element it copies.
+  const std::vector<double> d = to_host(data);
+  for (std::size_t i = 0; i < num_ghost(3); ++i) {
+    for (std::size_t c = 0; c < comps; ++c) {
+      CHECK(d[(num_owned + i) * comps + c] == d[export_id(3, i) * comps + c]);
+    }
+  }
 }
 
 TEST_CASE("a library call releases its own buffers and leaves the caller's temporaries live") {

@@ -241,6 +241,36 @@ TEST_CASE(
   CHECK(run("") == (KBUF_TOOLS_REPORT != 0));       // empty: the same
 }
 
+TEST_CASE("a temporary's label names its record and its release; an unnamed one is 'temporary'") {
+  ToolRecorder rec;
+  Alloc alloc(Alloc::execution_space(), 1_KiB, Alloc::default_alignment, "labels");
+  kbuf::use<space> current(alloc);
+  constexpr kbuf::owner lib{"lib"};
+  rec.clear();
+  {
+    auto scope = kbuf::scope<space>(lib);
+    (void)alloc.allocate<double*>("work", 4);
+    (void)alloc.allocate<double*>(std::string("a label longer than a small string's buffer"), 4);
+    (void)alloc.allocate<double*>(4);
+    (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>(lib, "send_buffer",
+                                                               400);  // fallback
+    CHECK_THROWS_AS((void)alloc.allocate<double*>("refused", -1), kbuf::logic_error);
+    (void)alloc.allocate<double*>(2);  // not the refused one's label
+  }
+  INFO(rec.describe());
+  const auto temps = of_kind(rec, ToolEvent::temporary);
+  const auto releases = of_kind(rec, ToolEvent::release);
+  REQUIRE(temps.size() == 5);
+  REQUIRE(releases.size() == 5);
+  const std::vector<std::string> names = {"work", "a label longer than a small string's buffer",
+                                          "temporary", "send_buffer", "temporary"};
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CHECK(temps[i].name == names[i]);
+    CHECK(temps[i].space == "kbuf:labels");
+    CHECK(releases[names.size() - 1 - i].name == names[i]);  // newest first
+  }
+}
+
 TEST_CASE("without a tool loaded no allocator reports, whatever KBUF_TOOLS_REPORT says") {
   const kbuf_test::ScopedEnv env("KBUF_TOOLS_REPORT", "1");
   Alloc alloc(1_KiB);

@@ -172,6 +172,33 @@ TEST_CASE("ASan: a one-element overflow into the next temporary is caught in pas
   CHECK(caught.says("ERROR: AddressSanitizer: heap-buffer-overflow"));
 }
 
+TEST_CASE(
+    "ASan: in pass-through mode a temporary kept past the scope that served it is a reported "
+    "use after free") {
+  // A library object built in a scope (here the caller's, with a library that names no owner)
+  // and kept: in the buffer its memory is simply handed out again; in pass-through mode it is
+  // freed when the scope ends, and ASan reports the later write.
+  const auto keep = [](const char* mode) {
+    kbuf_test::ScopedEnv env("KBUF_PASSTHROUGH", mode);
+    HostAlloc alloc(4_KiB);
+    kbuf::use<Kokkos::HostSpace> current(alloc);
+    Kokkos::View<double*, Kokkos::HostSpace> kept;
+    {
+      auto scope = kbuf::scope<Kokkos::HostSpace>();
+      kept = kbuf::temporary<double*, Kokkos::LayoutRight, Kokkos::HostSpace>("kept", 8);
+    }
+    volatile double* p = kept.data();
+    p[0] = 1.0;
+    std::printf("written after the scope\n");
+  };
+  const ChildResult invisible = run_in_child([&] { keep("0"); });
+  CHECK(invisible.survived());  // the buffer hides it
+  const ChildResult caught = run_in_child([&] { keep("1"); });
+  INFO(caught.output);
+  CHECK(!caught.survived());
+  CHECK(caught.says("ERROR: AddressSanitizer: heap-use-after-free"));
+}
+
 TEST_CASE("ASan: pass-through poisons the alignment slack of an over-aligned temporary") {
   kbuf_test::ScopedEnv on("KBUF_PASSTHROUGH", "1");
   HostAlloc alloc(0, 8);

@@ -95,3 +95,83 @@ TEST_CASE("debug: a kbuf::scope destroyed on another thread aborts, naming its a
   CHECK(r.says("kbuf::scope: a scope of allocator 'scoped'"));
   CHECK(r.says("destroyed on another thread than the one that made it"));
 }
+
+namespace {
+constexpr kbuf::owner lib{"halo"};
+using Matrix = Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+}  // namespace
+
+TEST_CASE(
+    "debug: a temporary still referenced when the scope that served it ends aborts, naming its "
+    "label and the scope's owner") {
+  const auto body = [](bool misuse) {
+    Alloc alloc(Alloc::execution_space(), 4096, Alloc::default_alignment, "lib_alloc");
+    Use guard(alloc);
+    Matrix kept;  // e.g. a member of an object the library built in its own call and kept
+    {
+      auto scope = kbuf::scope<Kokkos::HostSpace>(lib);
+      Matrix buffer = kbuf::temporary<double**, Kokkos::LayoutRight, Kokkos::HostSpace>(
+          lib, "send_buffer", 4, 3);
+      buffer(3, 2) = 1.0;  // usable as any temporary
+      if (misuse) kept = buffer;
+    }
+    CHECK(alloc.empty());
+  };
+  CHECK(run_in_child([&] { body(false); }).survived());
+  const ChildResult r = run_in_child([&] { body(true); });
+  INFO(r.output);
+  CHECK(r.aborted());
+  CHECK(
+      r.says("kbuf::scope of 'halo' on allocator 'lib_alloc': the temporary 'send_buffer' (96 "
+             "bytes) is still referenced"));
+}
+
+TEST_CASE(
+    "debug: a library that names no owner, in a scope its caller opened, is caught when the "
+    "caller's scope ends with the library's buffer still kept") {
+  // The way kbuf 0.5 documented: neither the library nor its caller names an owner, so the
+  // caller's scope serves the library's buffer of an object the caller keeps.
+  const auto body = [](bool misuse) {
+    Alloc alloc(Alloc::execution_space(), 4096, Alloc::default_alignment, "caller_alloc");
+    Use guard(alloc);
+    Matrix kept;
+    {
+      auto callers = kbuf::scope<Kokkos::HostSpace>();
+      Matrix made =
+          kbuf::temporary<double**, Kokkos::LayoutRight, Kokkos::HostSpace>("recv_buffer", 2, 2);
+      if (misuse) kept = made;
+    }
+  };
+  CHECK(run_in_child([&] { body(false); }).survived());
+  const ChildResult r = run_in_child([&] { body(true); });
+  INFO(r.output);
+  CHECK(r.aborted());
+  CHECK(
+      r.says("kbuf::scope on allocator 'caller_alloc': the temporary 'recv_buffer' (32 bytes) "
+             "is still referenced"));
+}
+
+#if KBUF_TEST_HAVE_FOREIGN_SPACE
+TEST_CASE(
+    "debug: a scope for a memory space with no current allocator, while another space has one, "
+    "says so once") {
+  const ChildResult r = run_in_child([] {
+    Alloc host(Alloc::execution_space(), 4096, Alloc::default_alignment, "host");
+    Use guard(host);  // the host space only
+    for (int call = 0; call < 3; ++call) {
+      auto scope = kbuf::scope<kbuf_test::foreign_space>(lib);  // the library's data live there
+      CHECK(scope.allocator() == nullptr);
+    }
+    auto host_scope = kbuf::scope<Kokkos::HostSpace>(lib);  // this one has an allocator
+  });
+  INFO(r.output);
+  CHECK(r.survived());
+  const std::string note =
+      "no allocator is current for this memory space on this thread, while "
+      "one is for Kokkos::HostSpace";
+  CHECK(r.says("kbuf::scope<Kokkos::"));
+  CHECK(r.says("> of 'halo': " + note));
+  const std::size_t first = r.output.find(note);
+  CHECK(r.output.find(note, first + 1) == std::string::npos);  // once
+}
+#endif

@@ -26,7 +26,8 @@ namespace counter_detail {
 struct State {
   std::mutex mutex;
   AllocationCounts counts;
-  std::map<std::string, std::int64_t> live_by_label;  // real allocations minus deallocations
+  std::map<std::string, std::int64_t> live_by_label;      // real allocations minus deallocations
+  std::map<std::string, std::uint64_t> records_by_label;  // kbuf's records, by the name given
 };
 inline State& state() {
   static State s;
@@ -41,6 +42,7 @@ inline void on_allocate(const Kokkos::Tools::SpaceHandle space, const char* labe
   std::lock_guard<std::mutex> lock(s.mutex);
   if (is_kbuf_space(space.name)) {
     ++s.counts.temporaries;
+    ++s.records_by_label[label];
   } else {
     ++s.counts.allocations;
     s.counts.bytes += bytes;
@@ -96,11 +98,19 @@ class AllocationCounter {
     return n;
   }
   /// Starts the counts from zero.
+  /// kbuf's records (of temporaries, not their releases) named `label`.
+  static std::uint64_t records(const std::string& label) {
+    counter_detail::State& s = counter_detail::state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const auto it = s.records_by_label.find(label);
+    return it == s.records_by_label.end() ? 0 : it->second;
+  }
   static void clear() {
     counter_detail::State& s = counter_detail::state();
     std::lock_guard<std::mutex> lock(s.mutex);
     s.counts = AllocationCounts{};
     s.live_by_label.clear();
+    s.records_by_label.clear();
   }
 
  private:

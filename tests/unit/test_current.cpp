@@ -5,6 +5,7 @@
 
 #include <kbuf/kbuf.hpp>
 
+#include "allocation_counter.hpp"
 #include "test_support.hpp"
 
 #include <atomic>
@@ -344,3 +345,166 @@ TEST_CASE("process_allocator gives each thread its own allocator, the same on ev
   kbuf::use current(kbuf::process_allocator<space>());
   CHECK(kbuf::current<space>() == &here);
 }
+
+namespace {
+// Two libraries' owners, and a third object of the first one's name.
+constexpr kbuf::owner lib_a{"lib_a"};
+constexpr kbuf::owner lib_b{"lib_b"};
+constexpr kbuf::owner lib_a_elsewhere{"lib_a"};  // e.g. lib_a's owner in another shared object
+static_assert(std::is_trivially_copyable<kbuf::owner>::value, "an owner is a plain value");
+}  // namespace
+
+TEST_CASE("a scope serves only the temporaries of its own owner") {
+  Alloc alloc(4096);
+  kbuf::use current(alloc);
+  {
+    auto scope = kbuf::scope<space>(lib_a);
+    CHECK(scope.allocator() == &alloc);
+    CHECK(scope.owner_of() == &lib_a);
+    const auto mine = kbuf::temporary<double*, Kokkos::LayoutRight, space>(lib_a, "mine", 8);
+    CHECK(mine.use_count() == 0);
+    CHECK(alloc.is_live(mine));
+    const auto also = kbuf::temporary<double*, Kokkos::LayoutRight, space>(
+        lib_a_elsewhere, std::string("also"), 8);  // the same name: the same owner
+    CHECK(also.use_count() == 0);
+    CHECK(alloc.checkpoint().depth() == 2);
+    // Another library's, and one of no owner: plain Views, nothing from the allocator.
+    const auto theirs = kbuf::temporary<double*, Kokkos::LayoutRight, space>(lib_b, "theirs", 8);
+    CHECK(theirs.use_count() == 1);
+    CHECK(theirs.label() == "theirs");
+    const auto nobody = kbuf::temporary<double*, Kokkos::LayoutRight, space>("nobody", 8);
+    CHECK(nobody.use_count() == 1);
+    CHECK(alloc.checkpoint().depth() == 2);
+    {
+      auto inner = kbuf::scope<space>(lib_b);  // lib_b's call inside lib_a's
+      const auto b = kbuf::temporary<double*, Kokkos::LayoutRight, space>(lib_b, "b", 8);
+      CHECK(b.use_count() == 0);
+      const auto a = kbuf::temporary<double*, Kokkos::LayoutRight, space>(lib_a, "a", 8);
+      CHECK(a.use_count() == 1);  // not lib_a's innermost scope any more
+      CHECK(alloc.checkpoint().depth() == 3);
+    }
+    CHECK(alloc.checkpoint().depth() == 2);
+  }
+  CHECK(alloc.empty());
+  CHECK(alloc.statistics().temporaries == 3);
+}
+
+TEST_CASE(
+    "a scope a caller opens for itself never serves a library's temporaries: an object built "
+    "there and kept holds plain Views") {
+  Alloc alloc(4096);
+  kbuf::use current(alloc);
+  Buffers kept;  // the library's long-lived object, kept by the caller
+  {
+    auto callers = kbuf::scope<space>();  // the caller's own scope (no owner)
+    const auto own = kbuf::temporary<double*, Kokkos::LayoutRight, space>("own", 8);
+    CHECK(own.use_count() == 0);  // the caller's temporaries are served
+    kept.send = kbuf::temporary<double**, Kokkos::LayoutRight, space>(lib_a, "send_buffer", 5, 3);
+    CHECK(kept.send.use_count() == 1);  // the library's are its own Views
+    {
+      auto with_owner = kbuf::scope<space>(lib_b);  // a caller with an owner of its own
+      kept.ids = kbuf::temporary<int*, Kokkos::LayoutRight, space>(lib_a, "ids", 7);
+      CHECK(kept.ids.use_count() == 1);
+    }
+  }
+  CHECK(alloc.empty());
+  CHECK(alloc.statistics().temporaries == 1);
+  CHECK(kept.send.use_count() == 1);  // still valid: it owns its memory
+  CHECK(kept.send.label() == "send_buffer");
+}
+
+TEST_CASE("an owner with a null name is refused, naming the call, and changes nothing") {
+  Alloc alloc(4096);
+  kbuf::use current(alloc);
+  constexpr kbuf::owner unnamed{nullptr};
+  const std::string scope_error = logic_error_of([&] { (void)kbuf::scope<space>(unnamed); });
+  CHECK(scope_error.find("kbuf::scope<Kokkos::") == 0);
+  CHECK(scope_error.find("the owner's name is null") != std::string::npos);
+  auto scope = kbuf::scope<space>(lib_a);
+  const std::string temporary_error = logic_error_of(
+      [&] { (void)kbuf::temporary<double*, Kokkos::LayoutRight, space>(unnamed, "t", 4); });
+  CHECK(temporary_error ==
+        "kbuf::temporary(owner, \"t\", ...): the owner's name is null; name the owner "
+        "(kbuf::owner{\"mylib\"})");
+  CHECK(alloc.empty());
+  CHECK(alloc.statistics().temporaries == 0);
+}
+
+TEST_CASE(
+    "use_process_allocators makes each space's process allocator current, and nests with "
+    "kbuf::use guards by age") {
+  REQUIRE(kbuf::current<space>() == nullptr);
+  Alloc alloc(4096);
+  {
+    kbuf::use_process_allocators all;
+    Alloc& process = kbuf::process_allocator<space>();
+    CHECK(kbuf::current<space>() == &process);
+    CHECK(kbuf::current<Kokkos::HostSpace>() == &kbuf::process_allocator<Kokkos::HostSpace>());
+    {
+      kbuf::use mine(alloc);  // newer: it wins for its space
+      CHECK(kbuf::current<space>() == &alloc);
+      {
+        kbuf::use_process_allocators again;  // newer still
+        CHECK(kbuf::current<space>() == &process);
+      }
+      CHECK(kbuf::current<space>() == &alloc);
+    }
+    CHECK(kbuf::current<space>() == &process);
+    {
+      auto scope = kbuf::scope<space>(lib_a);
+      CHECK(scope.allocator() == &process);
+      const auto t = kbuf::temporary<double*, Kokkos::LayoutRight, space>(lib_a, "t", 8);
+      CHECK(t.use_count() == 0);
+      CHECK(process.is_live(t));
+    }
+    CHECK(process.empty());
+    // Another thread has guards of its own: none.
+    Alloc* there = &alloc;
+    std::thread([&] { there = kbuf::current<space>(); }).join();
+    CHECK(there == nullptr);
+  }
+  CHECK(kbuf::current<space>() == nullptr);
+  CHECK(kbuf::current<Kokkos::HostSpace>() == nullptr);
+}
+
+#if KBUF_TEST_HAVE_FOREIGN_SPACE
+namespace {
+// A library that picks its memory space at run time, as CabanaMD's --device-type does: the same
+// call allocates in the host space or in the foreign one.
+template <class Space>
+std::size_t library_step(std::size_t n) {
+  auto scope = kbuf::scope<Space>(lib_a);
+  const auto send = kbuf::temporary<double*, Kokkos::LayoutRight, Space>(lib_a, "send_buffer", n);
+  const auto recv = kbuf::temporary<double*, Kokkos::LayoutRight, Space>(lib_a, "recv_buffer", n);
+  return static_cast<std::size_t>(send.use_count() + recv.use_count());  // 0: both served
+}
+std::size_t library_call(bool on_host, std::size_t n) {
+  return on_host ? library_step<Kokkos::HostSpace>(n) : library_step<kbuf_test::foreign_space>(n);
+}
+}  // namespace
+
+TEST_CASE(
+    "one use_process_allocators serves a library that picks its memory space at run time; one "
+    "kbuf::use serves its own space only") {
+  kbuf_test::AllocationCounter counter;
+  {
+    kbuf::use_process_allocators all;
+    for (const bool on_host : {true, false, true, false}) {
+      INFO("host space: ", on_host);
+      CHECK(library_call(on_host, 100) == 0);
+    }
+    kbuf_test::AllocationCounter::clear();  // warm: both allocators hold what they need
+    for (const bool on_host : {false, true}) CHECK(library_call(on_host, 100) == 0);
+    CHECK(kbuf_test::AllocationCounter::counts().allocations == 0);
+    const kbuf::Statistics host = kbuf::process_allocator<Kokkos::HostSpace>().statistics();
+    const kbuf::Statistics foreign =
+        kbuf::process_allocator<kbuf_test::foreign_space>().statistics();
+    CHECK(host.temporaries + host.fallbacks >= 6);  // three calls of two buffers
+    CHECK(foreign.temporaries + foreign.fallbacks >= 6);
+  }
+  kbuf::BufferAllocator<Kokkos::HostSpace> host(4096);
+  kbuf::use only_host(host);
+  CHECK(library_call(true, 100) == 0);
+  CHECK(library_call(false, 100) == 2);  // no allocator for the foreign space: plain Views
+}
+#endif

@@ -2,19 +2,21 @@
 #define KBUF_IMPL_CURRENT_STATE_HPP
 
 /// @file
-/// The state behind kbuf/current.hpp: each thread's chain of `kbuf::use` guards per memory
-/// space, and the process allocator's pool, made on first use and ended by a Kokkos finalize
-/// hook. Not part of the API.
+/// The state behind kbuf/current.hpp: the chains of each thread's `kbuf::use` guards and scopes,
+/// and the process allocator's pool, made on first use and ended by a Kokkos finalize hook. The
+/// state itself is one per process (kbuf/impl/process_registry.hpp). Not part of the API.
 
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <string>
 
 #include <Kokkos_Core.hpp>
 
 #include <kbuf/allocator_pool.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/macros.hpp>
+#include <kbuf/impl/process_registry.hpp>
 
 namespace kbuf {
 
@@ -25,18 +27,36 @@ class CurrentScope;
 
 namespace Impl {
 
-/// One thread's `kbuf::use` guards and `kbuf::scope`s for `MemorySpace`: the newest live one of
-/// each, which links to the one made before it (its `outer_`). Trivial, so its `thread_local`
-/// needs no guard and no destructor.
-template <class MemorySpace>
-struct CurrentState {
-  use<MemorySpace>* innermost = nullptr;
-  CurrentScope<MemorySpace>* innermost_scope = nullptr;
+struct CurrentAccess;
+
+/// KBUF_ENABLE_DEBUG: a temporary a kbuf::scope served, as a counted View, so that the scope's
+/// end can tell whether anything else still holds it.
+struct HeldTemporary {
+  explicit HeldTemporary(const char* name) : label(name) {}
+  HeldTemporary(const HeldTemporary&) = delete;
+  HeldTemporary& operator=(const HeldTemporary&) = delete;
+  virtual ~HeldTemporary() = default;
+  /// References to it, this one included.
+  virtual int use_count() const noexcept = 0;
+  /// Its size.
+  virtual std::size_t bytes() const noexcept = 0;
+  std::string label;
+};
+
+template <class V>
+struct HeldView final : HeldTemporary {
+  HeldView(const char* name, const V& v) : HeldTemporary(name), view(v) {}
+  int use_count() const noexcept override { return static_cast<int>(view.use_count()); }
+  std::size_t bytes() const noexcept override {
+    return view.size() * sizeof(typename V::value_type);
+  }
+  V view;
 };
 
 /// The chains of guards and scopes: a node leaves its chain wherever it is in it (RAII objects
 /// leave from the newest end; one kept in an optional or on the heap may leave from the
-/// middle).
+/// middle). The thread's slots hold the newest node of each chain as `void*`
+/// (kbuf/impl/process_registry.hpp).
 struct Chain {
   template <class Node>
   static void unlink(Node*& innermost, Node* node) noexcept {
@@ -51,39 +71,24 @@ struct Chain {
       }
     }
   }
+  template <class Node>
+  static void unlink(void*& innermost, Node* node) noexcept {
+    Node* head = static_cast<Node*>(innermost);
+    unlink(head, node);
+    innermost = head;
+  }
 };
-
-/// The calling thread's guards for `MemorySpace`.
-template <class MemorySpace>
-CurrentState<MemorySpace>& current_state() noexcept {
-  thread_local CurrentState<MemorySpace> state;
-  return state;
-}
-
-/// The process allocator of `MemorySpace`: a pool made by the first call between
-/// `Kokkos::initialize` and `Kokkos::finalize`, deleted by the finalize hook that call pushed.
-template <class MemorySpace>
-struct ProcessState {
-  std::mutex mutex;  // makes and ends the pool
-  std::atomic<AllocatorPool<MemorySpace>*> pool{nullptr};
-  bool ended = false;  // a Kokkos::finalize ended one (under mutex): for the message
-};
-
-template <class MemorySpace>
-ProcessState<MemorySpace>& process_state() noexcept {
-  static ProcessState<MemorySpace> state;
-  return state;
-}
 
 /// The finalize hook: no thread may use the pool's allocators any more (see
 /// `kbuf::process_allocator`).
 template <class MemorySpace>
 void end_process_pool() noexcept {
-  ProcessState<MemorySpace>& state = process_state<MemorySpace>();
+  ProcessSpaceState& state = process_state<MemorySpace>();
   AllocatorPool<MemorySpace>* pool = nullptr;
   {
-    std::lock_guard<std::mutex> lock(state.mutex);
-    pool = state.pool.exchange(nullptr, std::memory_order_acq_rel);
+    std::lock_guard<std::mutex> lock(process_states().mutex);
+    pool = static_cast<AllocatorPool<MemorySpace>*>(
+        state.pool.exchange(nullptr, std::memory_order_acq_rel));
     state.ended = true;
   }
   delete pool;
@@ -95,9 +100,11 @@ void end_process_pool() noexcept {
 /// pushed then would never run).
 template <class MemorySpace>
 KBUF_IMPL_COLD AllocatorPool<MemorySpace>& make_process_pool() {
-  ProcessState<MemorySpace>& state = process_state<MemorySpace>();
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (AllocatorPool<MemorySpace>* pool = state.pool.load(std::memory_order_acquire)) return *pool;
+  ProcessSpaceState& state = process_state<MemorySpace>();
+  std::lock_guard<std::mutex> lock(process_states().mutex);
+  if (void* pool = state.pool.load(std::memory_order_acquire)) {
+    return *static_cast<AllocatorPool<MemorySpace>*>(pool);
+  }
   KBUF_EXPECTS(
       Kokkos::is_initialized() && !state.ended, "kbuf::process_allocator<",
       space_name<MemorySpace>(), ">(): ",

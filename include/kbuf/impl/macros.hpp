@@ -22,4 +22,14 @@
 #define KBUF_IMPL_UNLIKELY(x) (x)
 #endif
 
+/// Gives a function default visibility, so that its static and thread-local state is one per
+/// process: every shared object that compiles kbuf's headers, also one built with
+/// -fvisibility=hidden (and -fvisibility-inlines-hidden), binds to the same definition. Only
+/// the few functions that hold process-wide state carry it (kbuf/impl/process_registry.hpp).
+#if defined(__GNUC__) || defined(__clang__)
+#define KBUF_IMPL_EXPORT __attribute__((visibility("default")))
+#else
+#define KBUF_IMPL_EXPORT
+#endif
+
 #endif  // KBUF_IMPL_MACROS_HPP

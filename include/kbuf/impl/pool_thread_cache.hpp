@@ -11,6 +11,8 @@
 #include <mutex>
 #include <vector>
 
+#include <kbuf/impl/macros.hpp>
+
 namespace kbuf {
 namespace Impl {
 
@@ -46,7 +48,7 @@ struct PoolThreadCache {
   }
 };
 
-inline PoolThreadCache& pool_thread_cache() noexcept {
+KBUF_IMPL_EXPORT inline PoolThreadCache& pool_thread_cache() noexcept {
   thread_local PoolThreadCache cache;
   return cache;
 }
@@ -54,7 +56,7 @@ inline PoolThreadCache& pool_thread_cache() noexcept {
 /// Reaches into a pool's internals; declared for kbuf's tests, which define it.
 struct PoolTestAccess;
 
-inline std::uint64_t next_pool_id() noexcept {
+KBUF_IMPL_EXPORT inline std::uint64_t next_pool_id() noexcept {
   static std::atomic<std::uint64_t> counter{0};
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }

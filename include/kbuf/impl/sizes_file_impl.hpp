@@ -22,6 +22,7 @@
 
 #include <kbuf/errors.hpp>
 #include <kbuf/impl/errors.hpp>
+#include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/sizes_format.hpp>
 #include <kbuf/sizes_file.hpp>
 
@@ -58,8 +59,10 @@ struct SizesState {
 };
 
 /// The process's saved sizes. Made on first use and never destroyed, so that an allocator
-/// destroyed late (in another static's destructor) still finds it.
-inline SizesState& sizes_state() {
+/// destroyed late (in another static's destructor) still finds it. Of default visibility
+/// (KBUF_IMPL_EXPORT, impl/process_registry.hpp): one per process, also where shared libraries
+/// built with -fvisibility=hidden compile kbuf's headers.
+KBUF_IMPL_EXPORT inline SizesState& sizes_state() {
   static SizesState* state = new SizesState;
   return *state;
 }

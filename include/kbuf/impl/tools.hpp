@@ -19,7 +19,7 @@
 #include <kbuf/config.hpp>
 
 #ifndef KBUF_TOOLS_REPORT
-#define KBUF_TOOLS_REPORT 1
+#define KBUF_TOOLS_REPORT 0
 #endif
 
 namespace kbuf {
@@ -32,7 +32,8 @@ inline bool tool_loaded() noexcept {
 
 /// True when an allocator made now reports its temporaries to a loaded tool:
 /// `KBUF_TOOLS_REPORT=0` turns the reports off, any other value on; unset or empty, the
-/// configured default holds (CMake option `KBUF_TOOLS_REPORT`, ON unless set OFF).
+/// configured default holds (CMake option `KBUF_TOOLS_REPORT`, OFF unless set ON: a tool that
+/// does not know kbuf's records would count them as allocations).
 inline bool tools_report_requested() noexcept {
   const char* value = std::getenv("KBUF_TOOLS_REPORT");
   if (value == nullptr || value[0] == '\0') return KBUF_TOOLS_REPORT != 0;
@@ -48,8 +49,7 @@ class TemporaryReporter {
  public:
   /// For the allocator labelled `label`, with room for `capacity` live temporaries.
   TemporaryReporter(const std::string& label, std::size_t capacity)
-      : space_(Kokkos::Profiling::make_space_handle(("kbuf:" + label).c_str())),
-        name_("temporary") {
+      : space_(Kokkos::Profiling::make_space_handle(("kbuf:" + label).c_str())) {
     grow(capacity, 0);
   }
   TemporaryReporter(const TemporaryReporter&) = delete;
@@ -59,7 +59,7 @@ class TemporaryReporter {
   /// @throws std::bad_alloc
   void grow(std::size_t capacity, std::size_t live) {
     std::unique_ptr<Record[]> records(new Record[capacity]);
-    for (std::size_t i = 0; i < live; ++i) records[i] = records_[i];
+    for (std::size_t i = 0; i < live; ++i) records[i] = std::move(records_[i]);
     records_ = std::move(records);
     capacity_ = capacity;
   }
@@ -67,20 +67,29 @@ class TemporaryReporter {
   /// Live temporaries there is room for.
   std::size_t capacity() const noexcept { return capacity_; }
 
-  /// The temporary at `depth` (0 for the oldest live one) is [p, p + nbytes).
+  /// The next temporary's label (null: "temporary"); it must live until that temporary is
+  /// acquired.
+  void name_next(const char* label) noexcept { next_name_ = label; }
+
+  /// The temporary at `depth` (0 for the oldest live one) is [p, p + nbytes), named by the
+  /// label name_next() gave, if any.
   void acquired(std::size_t depth, const void* p, std::size_t nbytes) noexcept {
-    records_[depth] = Record{p, nbytes};
+    const char* name = next_name_ != nullptr ? next_name_ : "temporary";
+    next_name_ = nullptr;
     try {
-      Kokkos::Profiling::allocateData(space_, name_, p, nbytes);
-    } catch (...) {  // a tool's failure must not fail the allocation
+      records_[depth] = Record{p, nbytes, name};
+      Kokkos::Profiling::allocateData(space_, records_[depth].name, p, nbytes);
+    } catch (...) {  // a tool's failure (or no memory for the name) must not fail the allocation
     }
   }
 
-  /// The temporaries at depths [to, from) are released, newest first.
+  /// The temporaries at depths [to, from) are released, newest first, under the names they
+  /// were acquired with.
   void released(std::size_t from, std::size_t to) noexcept {
     for (std::size_t i = from; i-- > to;) {
       try {
-        Kokkos::Profiling::deallocateData(space_, name_, records_[i].p, records_[i].nbytes);
+        Kokkos::Profiling::deallocateData(space_, records_[i].name, records_[i].p,
+                                          records_[i].nbytes);
       } catch (...) {
       }
     }
@@ -90,11 +99,10 @@ class TemporaryReporter {
   struct Record {
     const void* p = nullptr;
     std::size_t nbytes = 0;
+    std::string name;  // the temporary's label: no heap memory up to the small-string size
   };
   Kokkos::Profiling::SpaceHandle space_;
-  // Kokkos takes the name as a std::string by value: short enough for the small-string
-  // buffer, reporting allocates no heap memory. The space names the allocator.
-  std::string name_;
+  const char* next_name_ = nullptr;
   std::unique_ptr<Record[]> records_;
   std::size_t capacity_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -68,6 +69,11 @@ KBUF_ADVISOR_EXPORT void kokkosp_init_library(const int /*load_sequence*/,
   try {
     std::lock_guard<std::mutex> lock(lifetime);
     if (advisor.load() != nullptr) return;
+    // kbuf's allocators report their temporaries to a loaded tool only when asked (a tool that
+    // does not know their records would count them as allocations); the advisor knows them and
+    // attributes them to their call sites. Allocators read the switch when they are made, after
+    // Kokkos::initialize has loaded this library. A value the user set wins.
+    ::setenv("KBUF_TOOLS_REPORT", "1", 0);
     auto* w = new std::vector<std::string>();
     kbuf_advisor::Settings settings = kbuf_advisor::Settings::from_environment(*w);
     for (const std::string& line : *w) std::fprintf(stderr, "kbuf-advisor: %s\n", line.c_str());

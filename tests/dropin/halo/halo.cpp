@@ -4,19 +4,32 @@
 // the sizes of this call, apply() packs, sends, receives and unpacks; the free functions make
 // one per call, so every call allocates fresh buffers.
 //
-// kbuf adopted in three places (marked "kbuf:"), each what Cabana's adoption changes too:
-// 1. the empty buffers of the constructor: kbuf::temporary of zero extents (no memory);
-// 2. reallocate(): kbuf::temporary and an explicit zero fill, where Kokkos::realloc allocated
-//    and zero-filled;
-// 3. the free functions open a kbuf::scope before they make their Gather or Scatter.
-// kbuf::temporary returns the plain View type of the members; with no current allocator it
-// allocates as before, so this library behaves as it did until its caller says kbuf::use.
+// kbuf adopted as an optional dependency (kbuf_optional.hpp, copied from kbuf as it is: with
+// kbuf when the library's build links kbuf::kbuf, plain Views without it, the same calls either
+// way), in four places (marked "kbuf:"), each what Cabana's adoption changes too:
+// 1. the library's owner, once: its scopes serve its own buffers only;
+// 2. the empty buffers of the constructor: temporary of zero extents (no memory);
+// 3. reallocate(): temporary and an explicit zero fill, where Kokkos::realloc allocated and
+//    zero-filled;
+// 4. the free functions open a scope before they make their Gather or Scatter.
+// temporary returns the plain View type of the members; with no current allocator, or outside
+// the library's own scopes, it allocates as before: this library behaves as it did until its
+// caller makes an allocator current, and a gather its caller keeps (KeptGather) holds plain
+// Views whatever scope the caller opened around its construction.
 #include "halo.hpp"
 
-#include <kbuf/kbuf.hpp>
+#include "kbuf_optional.hpp"
 
 namespace halo {
 namespace {
+
+// [adopt_owner]
+// kbuf: the library's owner: a scope of "halo" serves the temporaries of "halo" only.
+struct halo_owner {
+  static constexpr const char* name = "halo";
+};
+using buffers = kbuf_optional_v1::library<halo_owner>;
+// [adopt_owner]
 
 // The communication buffers: one row per element sent or received, one column per component
 // (Cabana's CommunicationDataSlice::buffer_type).
@@ -73,10 +86,10 @@ class CommunicationData {
         data_(data),
         // kbuf: was buffer_type(Kokkos::ViewAllocateWithoutInitializing("send_buffer"), 0, 0)
         send_buffer_(
-            kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>("send_buffer", 0, 0)),
+            buffers::temporary<double**, Kokkos::LayoutRight, memory_space>("send_buffer", 0, 0)),
         // kbuf: was buffer_type(Kokkos::ViewAllocateWithoutInitializing("recv_buffer"), 0, 0)
         recv_buffer_(
-            kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>("recv_buffer", 0, 0)) {}
+            buffers::temporary<double**, Kokkos::LayoutRight, memory_space>("recv_buffer", 0, 0)) {}
 
  protected:
   // Grows the buffers to what this call sends and receives (Cabana: reserveImpl).
@@ -101,8 +114,8 @@ class CommunicationData {
   // [adopt_buffer]
   void reallocate(buffer_type& buffer, const char* label, std::size_t rows) const {
     // kbuf: was Kokkos::realloc(buffer, rows, data_.extent(1)), which allocates and zero-fills
-    buffer =
-        kbuf::temporary<double**, Kokkos::LayoutRight, memory_space>(label, rows, data_.extent(1));
+    buffer = buffers::temporary<double**, Kokkos::LayoutRight, memory_space>(label, rows,
+                                                                             data_.extent(1));
     Kokkos::deep_copy(buffer, 0.0);
   }
   // [adopt_buffer]
@@ -146,16 +159,30 @@ class Scatter : public CommunicationData {
 
 // [adopt_scope]
 void gather(const Halo& halo, const Data& data) {
-  auto scope = kbuf::scope<memory_space>();  // kbuf: releases this call's buffers at '}'
+  auto scope = buffers::scope<memory_space>();  // kbuf: releases this call's buffers at '}'
   Gather g(halo, data);
   g.apply();
 }
 // [adopt_scope]
 
 void scatter(const Halo& halo, const Data& data) {
-  auto scope = kbuf::scope<memory_space>();  // kbuf: releases this call's buffers at '}'
+  auto scope = buffers::scope<memory_space>();  // kbuf: releases this call's buffers at '}'
   Scatter s(halo, data);
   s.apply();
+}
+
+// Cabana's createGather: the object its caller keeps, built outside the library's scopes.
+struct KeptGather::State {
+  Gather gather;
+};
+
+KeptGather::KeptGather(const Halo& halo, const Data& data)
+    : state_(new State{Gather(halo, data)}) {}
+KeptGather::~KeptGather() = default;
+KeptGather::KeptGather(KeptGather&&) noexcept = default;
+KeptGather& KeptGather::operator=(KeptGather&&) noexcept = default;
+void KeptGather::apply() {
+  state_->gather.apply();
 }
 
 }  // namespace halo

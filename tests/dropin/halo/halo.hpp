@@ -1,10 +1,12 @@
 // halo: a small particle-halo library shaped like Cabana's (Cabana_Halo.hpp of Cabana 0.6.1), for
-// kbuf's drop-in tests. It is compiled on its own (kbuf_test_halo) and knows nothing of its
-// callers: its free functions gather() and scatter() build a Gather or a Scatter on every call,
-// and those allocate fresh send and receive buffers, zero-filled, as Cabana's do. Nothing about
-// kbuf shows in this header. Inside (halo.cpp), the buffers are kbuf::temporary under a
-// kbuf::scope: plain Views, exactly as before, until a caller makes an allocator current with
-// kbuf::use.
+// kbuf's drop-in tests. It is compiled on its own (kbuf_test_halo, and as a shared library
+// built with hidden visibility) and knows nothing of its callers: its free functions gather()
+// and scatter() build a Gather or a Scatter on every call, and those allocate fresh send and
+// receive buffers, zero-filled, as Cabana's do; a KeptGather is built once and applied at every
+// step, as Cabana's createGather gives. Nothing about kbuf shows in this header. Inside
+// (halo.cpp), kbuf is an optional dependency: the buffers are temporaries under the library's
+// own scopes when the library is built with kbuf (plain Views, exactly as before, until a caller
+// makes an allocator current), and plain Views when it is built without.
 //
 // One process holds everything: the "neighbour" a buffer is sent to is this process itself, so
 // the message is a deep_copy from the send buffer into the receive buffer, where Cabana posts
@@ -19,6 +21,13 @@
 #endif
 
 #include <cstddef>
+#include <memory>
+
+#if defined(_WIN32)
+#define HALO_API
+#else
+#define HALO_API __attribute__((visibility("default")))
+#endif
 
 namespace halo {
 
@@ -54,11 +63,27 @@ class Halo {
 
 /// Sets every ghost's components to those of the owned element it copies. Allocates its send
 /// and receive buffers on every call.
-void gather(const Halo& halo, const Data& data);
+HALO_API void gather(const Halo& halo, const Data& data);
 
 /// Adds every ghost's components into the owned element it copies (the ghosts stay as they
 /// are). Allocates its send and receive buffers on every call.
-void scatter(const Halo& halo, const Data& data);
+HALO_API void scatter(const Halo& halo, const Data& data);
+
+/// A gather built once and applied at every step (Cabana's createGather): its buffers are
+/// allocated when it is built and live as long as it, whatever scopes its caller opened then.
+class HALO_API KeptGather {
+ public:
+  KeptGather(const Halo& halo, const Data& data);
+  ~KeptGather();
+  KeptGather(KeptGather&&) noexcept;
+  KeptGather& operator=(KeptGather&&) noexcept;
+  /// Sets every ghost's components to those of the owned element it copies.
+  void apply();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace halo
 
