@@ -45,7 +45,7 @@ TEST_CASE("a kbuf::use made in the executable is seen inside both hidden-visibil
     CHECK(halo_caller::current_here() == &alloc);
     halo::gather(halos[1], data);  // the executable calls the library
     const std::size_t direct = alloc.statistics().temporaries;
-    CHECK(direct >= 2);  // its send and receive buffers, at least
+    CHECK(direct >= 2);                    // its send and receive buffers, at least
     halo_caller::run(halos, data, steps);  // through the second shared object
     CHECK(alloc.statistics().temporaries >= direct + 2 * 2 * steps);
     CHECK(alloc.empty());
@@ -106,8 +106,8 @@ TEST_CASE(
   kbuf::use current(alloc);
   std::vector<halo::KeptGather> kept;
   {
-    auto scope = kbuf::scope<space>();  // the executable's own scope
-    kept.emplace_back(halos[1], data);  // built inside it
+    auto scope = kbuf::scope<space>();           // the executable's own scope
+    kept.emplace_back(halos[1], data);           // built inside it
     CHECK(alloc.statistics().temporaries == 0);  // none of its buffers came from the scope
   }
   CHECK(alloc.empty());

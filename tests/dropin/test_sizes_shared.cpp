@@ -11,8 +11,9 @@
 #include <fstream>
 #include <string>
 
-TEST_CASE("a hidden-visibility library's labelled allocator starts from the program's saved "
-          "sizes, and the program saves what it learned") {
+TEST_CASE(
+    "a hidden-visibility library's labelled allocator starts from the program's saved "
+    "sizes, and the program saves what it learned") {
   char folder[] = "/tmp/kbuf-sizes-shared-XXXXXX";
   REQUIRE(::mkdtemp(folder) != nullptr);
   const std::string path = std::string(folder) + "/sizes";

@@ -9,6 +9,7 @@
 /// The allocator calls these in four places; everything else is here. Bodies depend on the
 /// allocator's type, so they compile where the allocator is complete. Not part of the API.
 
+#include <cmath>
 #include <cstddef>
 #include <mutex>
 #include <string>
@@ -191,17 +192,23 @@ struct SizesHooks {
         }
       }
       const WorkspaceSizes sizes = workspace_sizes(saved.needs, slots, unit);
-      // At least the bytes the workspace takes (BufferAllocator::make_workspace): its header,
-      // flags and records, its slots and lanes, each part rounded up to the unit.
-      const long double total =
-          static_cast<long double>(wh_words) * sizeof(unsigned long long) + 64 +
-          static_cast<long double>(slots + sizes.lanes) * flag_stride * sizeof(unsigned int) +
-          static_cast<long double>(slots) * wr_words * sizeof(unsigned long long) +
-          static_cast<long double>(slots) * sizes.slot_bytes +
-          static_cast<long double>(sizes.lanes) * sizes.lane_bytes + 3.0L * unit;
+      // The bytes the workspace takes from the allocator, laid out as make_workspace lays it
+      // out: header, flags and per-slot records (rounded to the unit), slots, lanes, and the
+      // padding that aligns it to the unit.
+      const auto up = [](long double n, long double u) { return std::ceil(n / u) * u; };
+      const long double header = up(
+          up(static_cast<long double>(wh_words) * sizeof(unsigned long long), 64) +
+              static_cast<long double>(slots + sizes.lanes) * flag_stride * sizeof(unsigned int) +
+              static_cast<long double>(slots) * wr_words * sizeof(unsigned long long),
+          unit);
+      const long double total = header + static_cast<long double>(slots) * sizes.slot_bytes +
+                                static_cast<long double>(sizes.lanes) * sizes.lane_bytes +
+                                (unit > a.alignment_ ? unit - a.alignment_ : 0);
       if (!(total < static_cast<long double>(sizes_max_number))) return;
-      const std::size_t need = static_cast<std::size_t>(total) + a.alignment_;
-      if (a.passthrough_ || (a.capacity_ - a.used() < need && !grow_for(a, need, st))) return;
+      const std::size_t need = static_cast<std::size_t>(total);
+      const std::size_t start = align_up(a.used(), a.alignment_);
+      const bool fits = start <= a.capacity_ && need <= a.capacity_ - start;
+      if (a.passthrough_ || (!fits && !grow_for(a, need, st))) return;
       slot_bytes = sizes.slot_bytes;
       lanes = sizes.lanes;
       lane = sizes.lane_bytes;
