@@ -197,8 +197,12 @@ int run_under_kokkos(const char* program, Arguments& args, Body&& body) {
 inline std::string sizes_line(const kbuf::SizesFileReport& loaded, const char* who,
                               std::size_t fallbacks, std::size_t regrows) {
   if (loaded.status == kbuf::SizesFileStatus::none) return {};
-  const std::string made = std::string(who) + " made " + std::to_string(fallbacks) +
-                           " fallbacks and " + std::to_string(regrows) + " regrowths";
+  const auto count = [](std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + (n == 1 ? one : many);
+  };
+  const std::string made = std::string(who) + " made " +
+                           count(fallbacks, " fallback", " fallbacks") + " and " +
+                           count(regrows, " regrowth", " regrowths");
   if (loaded.ok()) {
     const std::size_t n = loaded.sizes.size();
     return "kbuf sizes: started from the " + std::to_string(n) + (n == 1 ? " size" : " sizes") +
