@@ -11,24 +11,13 @@
 #include <cstdio>
 #include <string>
 
+#include "sizes_workload.hpp"
+
 namespace {
 
 using space = kbuf::default_memory_space;
 using exec = space::execution_space;
 using alloc_type = kbuf::BufferAllocator<space>;
-
-// Per team: 100 doubles, 2000 for every 64th team.
-struct Takes {
-  kbuf::Workspace<space> ws;
-  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<exec>::member_type& team) const {
-    auto arena = ws.arena(team);
-    const int m = team.league_rank() % 64 == 0 ? 2000 : 100;
-    auto a = arena.take<double*>(m);
-    double* p = a.data();
-    if (p == nullptr) return;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) { p[i] = i; });
-  }
-};
 
 }  // namespace
 
@@ -46,19 +35,28 @@ int main(int argc, char** argv) {
       alloc_type own(exec(), 0, alloc_type::default_alignment,
                      "sizes-env-rank" + std::to_string(rank));
       const Kokkos::TeamPolicy<exec> policy(a.execution_space_instance(), 256, 1);
+      const Kokkos::View<long long*, space> wrong("wrong", 1);
       for (int step = 0; step < 3; ++step) {
         auto scope = a.scope();
         auto own_scope = own.scope();
         (void)own.allocate<double*>(512);
         for (int k = 1; k <= 24 + 8 * rank; ++k) (void)a.allocate<double*>(128 * k);
         auto ws = a.workspace(policy, kbuf::per_team{0}, "sizes-env ws");
-        Kokkos::parallel_for("kbuf test: sizes env (MPI)", policy, Takes{ws});
+        Kokkos::parallel_for("kbuf test: sizes env (MPI)", policy,
+                             kbuf_test::SizesTakes{ws, 100, 2000, wrong});
         const kbuf::WorkspaceReport r = ws.finish();
         if (step == 0) counts[2] = r.fallbacks;
       }
       counts[0] = a.statistics().fallbacks + own.statistics().fallbacks;
       counts[1] = a.statistics().regrows + own.statistics().regrows;
       counts[3] = a.high_water_mark();
+      long long wrong_entries = 0;
+      Kokkos::deep_copy(wrong_entries, Kokkos::subview(wrong, 0));
+      if (wrong_entries != 0) {
+        std::fprintf(stderr, "rank %d: %lld workspace entries read back wrong\n", rank,
+                     wrong_entries);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
     }
     unsigned long most[4];
     MPI_Reduce(counts, most, 4, MPI_UNSIGNED_LONG, MPI_MAX, 0, MPI_COMM_WORLD);

@@ -17,25 +17,13 @@
 #include <sys/stat.h>
 
 #include "file_permissions.hpp"
+#include "sizes_workload.hpp"
 
 namespace {
 
 using space = kbuf::default_memory_space;
 using exec = space::execution_space;
 using alloc_type = kbuf::BufferAllocator<space>;
-
-// Per team: 100 doubles, 2000 for every 64th team.
-struct Takes {
-  kbuf::Workspace<space> ws;
-  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<exec>::member_type& team) const {
-    auto arena = ws.arena(team);
-    const int m = team.league_rank() % 64 == 0 ? 2000 : 100;
-    auto a = arena.take<double*>(m);
-    double* p = a.data();
-    if (p == nullptr) return;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) { p[i] = i; });
-  }
-};
 
 // A sizes file of this program, with one good entry, as `kind` spoils it.
 bool write_bad(const std::string& kind, const std::string& path) {
@@ -84,19 +72,28 @@ int main(int argc, char** argv) {
   int kokkos_argc = 1;  // Kokkos sees no options of this program
   Kokkos::ScopeGuard guard(kokkos_argc, argv);
   std::size_t fallbacks = 0, regrows = 0, workspace_fallbacks = 0;
+  long long wrong_entries = 0;
   {
     alloc_type a(exec(), 0, alloc_type::default_alignment, "sizes-env");
     const Kokkos::TeamPolicy<exec> policy(a.execution_space_instance(), 256, 1);
+    const Kokkos::View<long long*, space> wrong("wrong", 1);
     for (int step = 0; step < 3; ++step) {
       auto scope = a.scope();
       for (int k = 1; k <= 24; ++k) (void)a.allocate<double*>(128 * k);
       auto ws = a.workspace(policy, kbuf::per_team{0}, "sizes-env ws");
-      Kokkos::parallel_for("kbuf test: sizes env", policy, Takes{ws});
+      Kokkos::parallel_for("kbuf test: sizes env", policy,
+                           kbuf_test::SizesTakes{ws, 100, 2000, wrong});
       const kbuf::WorkspaceReport r = ws.finish();
       if (step == 0) workspace_fallbacks = r.fallbacks;
     }
     fallbacks = a.statistics().fallbacks;
     regrows = a.statistics().regrows;
+    Kokkos::deep_copy(wrong_entries, Kokkos::subview(wrong, 0));
+  }
+  if (wrong_entries != 0) {
+    std::fprintf(stderr, "kbuf-test-sizes-env: %lld workspace entries read back wrong\n",
+                 wrong_entries);
+    return 1;
   }
   std::printf("fallbacks %zu regrows %zu workspace_fallbacks %zu\n", fallbacks, regrows,
               workspace_fallbacks);

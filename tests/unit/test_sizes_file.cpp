@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "file_permissions.hpp"
+#include "sizes_workload.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -125,34 +126,14 @@ host_alloc::execution_space instance() {
   return host_alloc::execution_space();
 }
 
-// Per team of a workspace: `n` doubles (`big` for every 64th team), written and read back.
-struct Takes {
-  kbuf::Workspace<space> ws;
-  int n, big;
-  Kokkos::View<long long*, space> wrong;
-  KOKKOS_INLINE_FUNCTION void operator()(const Kokkos::TeamPolicy<exec>::member_type& team) const {
-    auto arena = ws.arena(team);
-    const int me = team.league_rank();
-    const int m = me % 64 == 0 ? big : n;
-    auto a = arena.take<double*>(m);
-    double* p = a.data();
-    if (p == nullptr) return;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(team, m), [&](const int i) { p[i] = me + i; });
-    team.team_barrier();
-    Kokkos::single(Kokkos::PerTeam(team), [&]() {
-      for (int i = 0; i < m; ++i)
-        if (p[i] != me + i) Kokkos::atomic_add(&wrong.data()[0], 1ll);
-    });
-  }
-};
-
 // One round of the workspace labelled `label` on `a` (guess 0 bytes); its report.
 kbuf::WorkspaceReport round(host_alloc& a, const std::string& label, long long& wrong) {
   Kokkos::View<long long*, space> w("wrong", 1);
   const Kokkos::TeamPolicy<exec> p(a.execution_space_instance(), 256, 1);
   auto scope = a.scope();
   auto ws = a.workspace(p, kbuf::per_team{0}, label);
-  Kokkos::parallel_for("kbuf test: sizes file workspace", p, Takes{ws, 100, 2000, w});
+  Kokkos::parallel_for("kbuf test: sizes file workspace", p,
+                       kbuf_test::SizesTakes{ws, 100, 2000, w});
   const kbuf::WorkspaceReport r = ws.finish();
   Kokkos::deep_copy(wrong, Kokkos::subview(w, 0));
   return r;
