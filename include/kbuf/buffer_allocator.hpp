@@ -456,6 +456,9 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// for. Alignment slack and Kokkos' allocation headers are not counted. `SIZE_MAX` (the
   /// default) is no limit. A request of more than 2^62 bytes is refused as more than any
   /// address space holds before the limit is asked, and changes nothing.
+  /// Where the buffer was taken at a saved size (kbuf/sizes_file.hpp) and is still that size,
+  /// and the allocator is empty, the buffer shrinks to the largest `buffer_size` under `nbytes`
+  /// instead: saved sizes never pass a limit.
   /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
   void limit(std::size_t nbytes) {
     if (nbytes < held()) Impl::SizesHooks<MemorySpace>::yield_saved_buffer(*this, nbytes);
