@@ -199,7 +199,8 @@ struct SizesHooks {
       const long double header = up(
           up(static_cast<long double>(wh_words) * sizeof(unsigned long long), 64) +
               static_cast<long double>(slots + sizes.lanes) * flag_stride * sizeof(unsigned int) +
-              static_cast<long double>(slots) * wr_words * sizeof(unsigned long long),
+              static_cast<long double>(slots) * static_cast<long double>(wr_words) *
+                  sizeof(unsigned long long),
           unit);
       const long double total = header + static_cast<long double>(slots) * sizes.slot_bytes +
                                 static_cast<long double>(sizes.lanes) * sizes.lane_bytes +
