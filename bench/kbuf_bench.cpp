@@ -89,6 +89,7 @@ const char* describe(const std::string& name) {
   if (name == "floor") return "unmanaged Views over a fixed array";
   if (name == "kbuf") return "BufferAllocator";
   if (name == "kbuf-scope") return "BufferAllocator, Scope";
+  if (name == "kbuf-temporary") return "kbuf::temporary in kbuf::scope";
   if (name == "managed") return "View(label, n...)";
   if (name == "managed-noinit") return "View(view_alloc(WithoutInit.))";
   if (name == "kokkos_malloc") return "kokkos_malloc/free + unmanaged";
@@ -146,6 +147,7 @@ void section_round(Context& c) {
   const auto alloc_ptr = std::make_unique<Allocator>();
   Allocator& alloc = *alloc_ptr;
   auto kb = std::make_unique<KbufPolicy<true>>(alloc);
+  auto kt = std::make_unique<TemporaryPolicy>(alloc);
   auto managed = std::make_unique<ManagedPolicy<true>>();
   auto noinit = std::make_unique<ManagedPolicy<false>>();
   auto km = std::make_unique<KokkosMallocPolicy>(MixedShapes::count);
@@ -157,6 +159,7 @@ void section_round(Context& c) {
   const std::size_t n = MixedShapes::count;
   st.push_back(make_contender("floor", n, [&] { mixed_round(*floor, shapes); }));
   st.push_back(make_contender("kbuf", n, [&] { mixed_round(*kb, shapes); }));
+  st.push_back(make_contender("kbuf-temporary", n, [&] { mixed_round(*kt, shapes); }));
   st.push_back(make_contender("managed", n, [&] { mixed_round(*managed, shapes); }));
   st.push_back(make_contender("managed-noinit", n, [&] { mixed_round(*noinit, shapes); }));
   st.push_back(make_contender("kokkos_malloc", n, [&] { mixed_round(*km, shapes); }));
@@ -291,6 +294,7 @@ std::vector<Contender> measure_uniform(Context& c, const char* section, const Un
   Allocator& alloc = *alloc_ptr;
   auto kb = std::make_unique<KbufPolicy<false>>(alloc);
   auto kbs = std::make_unique<KbufPolicy<true>>(alloc);
+  auto kt = std::make_unique<TemporaryPolicy>(alloc);
   auto managed = std::make_unique<ManagedPolicy<true>>();
   auto noinit = std::make_unique<ManagedPolicy<false>>();
   auto km = std::make_unique<KokkosMallocPolicy>(s.count);
@@ -304,8 +308,10 @@ std::vector<Contender> measure_uniform(Context& c, const char* section, const Un
   const std::size_t n = s.count;
   st.push_back(make_contender("floor", n, [&] { uniform_round(*floor, s, u); }));
   st.push_back(make_contender("kbuf", n, [&] { uniform_round(*kb, s, u); }));
-  if (with_reference_variants)
+  if (with_reference_variants) {
     st.push_back(make_contender("kbuf-scope", n, [&] { uniform_round(*kbs, s, u); }));
+    st.push_back(make_contender("kbuf-temporary", n, [&] { uniform_round(*kt, s, m); }));
+  }
   st.push_back(make_contender("managed", n, [&] { uniform_round(*managed, s, m); }));
   st.push_back(make_contender("managed-noinit", n, [&] { uniform_round(*noinit, s, m); }));
   st.push_back(make_contender("kokkos_malloc", n, [&] { uniform_round(*km, s, u); }));

@@ -209,6 +209,32 @@ class KbufPolicy {
   Allocator* a_;
 };
 
+/// What a library that adopted kbuf pays: `kbuf::temporary` of the library's owner inside a
+/// `kbuf::scope` of it, under a `kbuf::use` guard of the allocator made when the policy is made.
+/// The Views are the plain (managed) type a library's members have; served by the allocator,
+/// they hold no reference count.
+class TemporaryPolicy {
+ public:
+  template <class D, class L>
+  using view_t = managed_view<D, L>;
+  using Mark = kbuf::CurrentScope<memory_space>;
+
+  explicit TemporaryPolicy(Allocator& a) : guard_(a) {}
+  Mark begin() { return kbuf::scope<memory_space>(owner); }
+  void end(Mark&) {}  // the scope resets when it ends, after end()
+  template <class D, class L, class... E>
+  view_t<D, L> make(std::size_t, E... extents) {
+    return kbuf::temporary<D, L, memory_space>(owner, "bench",
+                                               static_cast<std::size_t>(extents)...);
+  }
+  template <class V>
+  void release_slots(V*, std::size_t) {}
+
+ private:
+  static constexpr kbuf::owner owner{"kbuf-bench"};
+  kbuf::use<memory_space> guard_;
+};
+
 /// Fresh managed Views, zero-initialised (Init) or `view_alloc(WithoutInitializing, label)`.
 template <bool Init>
 class ManagedPolicy {

@@ -1,12 +1,18 @@
 # cmake -P script: fails unless a Markdown page (-DREADME=..., the README or a docs/ page)
 # contains, verbatim, the part of the example (-DEXAMPLE=...) between its two "// [<MARKER>]"
-# lines (-DMARKER=..., default usage), up to the line break before the second marker.
+# lines (-DMARKER=..., default usage; "# [<MARKER>]" in a CMake file), up to the line break
+# before the second marker.
 if(NOT MARKER)
   set(MARKER usage)
 endif()
-set(tag "// [${MARKER}]\n")
-string(LENGTH "${tag}" tag_length)
 file(READ "${EXAMPLE}" example)
+# C++ marks the part with "// [MARKER]", CMake with "# [MARKER]".
+set(tag "// [${MARKER}]\n")
+string(FIND "${example}" "${tag}" cxx_tag)
+if(cxx_tag EQUAL -1)
+  set(tag "# [${MARKER}]\n")
+endif()
+string(LENGTH "${tag}" tag_length)
 file(READ "${README}" readme)
 string(FIND "${example}" "${tag}" first)
 string(FIND "${example}" "${tag}" last REVERSE)

@@ -49,9 +49,10 @@ class AllocatorPool;
 /// pool earlier may outlive it: its exit does nothing then.
 ///
 /// `size()` and `statistics()` may be called from any thread at any time. Each allocator's
-/// counters are published by its owner thread at every `local()` call and when the thread
-/// exits (no thread reads another's allocator), so `statistics()` sees each allocator as it
-/// was at its owner's latest `local()` call, and exactly once its thread has exited.
+/// counters are published by its owner thread at every `local()` call that finds it empty
+/// (between scopes) and when the thread exits (no thread reads another's allocator), so
+/// `statistics()` sees each allocator as it was at its owner's latest such call, and exactly
+/// once its thread has exited.
 ///
 /// Not copyable, not movable: threads cache pointers into it. Like its allocators, it must be
 /// destroyed before `Kokkos::finalize`.
@@ -128,18 +129,17 @@ class AllocatorPool final {
 
   /// The calling host thread's own allocator, made (or taken from the allocators of exited
   /// threads) on the thread's first call. Later calls take no lock, allocate nothing and do
-  /// no atomic read-modify-write; they publish the allocator's counters for `statistics()`.
+  /// no atomic read-modify-write; a call that finds the allocator empty (between scopes)
+  /// publishes its counters for `statistics()`. Cheap enough to call for every temporary: the
+  /// thread's latest pool is found with one compare.
   /// The reference stays valid while the thread runs and the pool lives.
   /// @throws kbuf::out_of_memory if the first call cannot make the allocator.
   KBUF_IMPL_ALWAYS_INLINE allocator_type& local() {
-    for (const Impl::PoolCacheEntry& e : Impl::pool_thread_cache().entries) {
-      if (e.pool_id == id_) {
-        Slot& slot = *static_cast<Slot*>(e.slot);
-        slot.published.publish(slot.alloc.current_statistics());
-        return slot.alloc;
-      }
-    }
-    return local_first();
+    const Impl::PoolHotEntry& hot = hot_entry();
+    if (KBUF_IMPL_UNLIKELY(hot.pool_id != id_)) return local_lookup();
+    Slot& slot = *static_cast<Slot*>(hot.slot);
+    if (slot.alloc.empty()) slot.published.publish(slot.alloc.current_statistics());
+    return slot.alloc;
   }
 
   /// Allocators made so far (in use by a thread or kept for the next one).
@@ -155,7 +155,7 @@ class AllocatorPool final {
 
   /// The counters of every allocator, summed; `peak_used` and `peak_live` are the largest of
   /// any one allocator. Each allocator's part is a consistent snapshot as of its owner's
-  /// latest `local()` call (exact for allocators whose thread exited).
+  /// latest `local()` call that found it empty (exact for allocators whose thread exited).
   [[nodiscard]] Statistics statistics() const {
     std::size_t sum[Impl::statistics_words] = {};
     std::lock_guard<std::mutex> lock(shared_->mutex);
@@ -225,6 +225,26 @@ class AllocatorPool final {
     const AllocatorPool* pool;  // for messages
   };
 
+  // The calling thread's latest pool of this type and its slot there (a cache of its entry in
+  // Impl::pool_thread_cache(): pool ids are never reused, so a stale entry matches no pool).
+  static Impl::PoolHotEntry& hot_entry() noexcept {
+    thread_local Impl::PoolHotEntry hot;
+    return hot;
+  }
+
+  // local() when the thread's latest pool is another one: its cache entry, else its first call.
+  KBUF_IMPL_COLD allocator_type& local_lookup() {
+    for (const Impl::PoolCacheEntry& e : Impl::pool_thread_cache().entries) {
+      if (e.pool_id == id_) {
+        hot_entry() = Impl::PoolHotEntry{id_, e.slot};
+        Slot& slot = *static_cast<Slot*>(e.slot);
+        if (slot.alloc.empty()) slot.published.publish(slot.alloc.current_statistics());
+        return slot.alloc;
+      }
+    }
+    return local_first();
+  }
+
   // The thread's first call: take a kept allocator or make one, and remember it.
   KBUF_IMPL_COLD allocator_type& local_first() {
     auto& entries = Impl::pool_thread_cache().entries;
@@ -266,6 +286,7 @@ class AllocatorPool final {
       if (!alive) entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(i));
     }
     entries.push_back(Impl::PoolCacheEntry{id_, slot, shared_, &AllocatorPool::give_back});
+    hot_entry() = Impl::PoolHotEntry{id_, slot};
     return slot->alloc;
   }
 

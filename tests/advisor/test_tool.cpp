@@ -207,6 +207,14 @@ TEST_CASE("kbuf's own temporaries are reported apart, never counted as allocatio
   }
   CHECK(records == o.counts.kbuf_records);
   CHECK(label_count(o.json, "temporary") == 0);
+  // By label, in the memory space of the allocator's buffer.
+  std::uint64_t adopted = 0;
+  for (const auto& a : o.json.at("adopted")) {
+    CHECK(a.at("allocator") == "kbuf:tool-test");
+    CHECK(a.at("space") == "Host");
+    adopted += a.at("temporaries").get<std::uint64_t>();
+  }
+  CHECK(adopted == o.counts.kbuf_records);
 }
 
 TEST_CASE("the time step's temporaries are served from one buffer, the state is not") {

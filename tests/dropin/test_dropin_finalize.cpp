@@ -31,6 +31,16 @@ std::string refusal() {
   return "";
 }
 
+// The same for a kbuf::use_process_allocators guard.
+std::string guard_refusal() {
+  try {
+    kbuf::use_process_allocators guard;
+  } catch (const kbuf::logic_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 // A few gathers and scatters on 100 owned elements with 50 ghosts; the sum of the data after.
 struct Fill {
   halo::Data data;
@@ -64,6 +74,9 @@ TEST_CASE(
   const std::string before = refusal();
   CHECK(before.find("kbuf::process_allocator<") != std::string::npos);
   CHECK(before.find("Kokkos is not initialized") != std::string::npos);
+  CHECK(guard_refusal() ==
+        "kbuf::use_process_allocators: Kokkos is not initialized; the process allocators exist "
+        "between Kokkos::initialize and Kokkos::finalize");
 
   Kokkos::initialize();
   // A hook of the program's own, pushed before the process allocator's, runs after it: by then
@@ -87,6 +100,11 @@ TEST_CASE(
     }
     for (auto& th : threads) th.join();
   }
+  {
+    kbuf::use_process_allocators all;  // the same allocators, through the one-line guard
+    CHECK(work() == main_result);
+  }
+  CHECK(guard_refusal().empty());
   CHECK(AllocationCounter::live("kbuf::process_allocator") > 0);  // its buffers, until finalize
   CHECK(AllocationCounter::counts().temporaries > 0);
   CHECK(refusal().empty());
@@ -107,6 +125,7 @@ TEST_CASE(
   const std::string after = refusal();
   CHECK(after.find("kbuf::process_allocator<") != std::string::npos);
   CHECK(after.find("Kokkos::finalize ended the process allocator") != std::string::npos);
+  CHECK(guard_refusal().find("Kokkos is not initialized") != std::string::npos);
 }
 
 int main(int argc, char** argv) {

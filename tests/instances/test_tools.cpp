@@ -241,7 +241,8 @@ TEST_CASE(
   CHECK(run("") == (KBUF_TOOLS_REPORT != 0));       // empty: the same
 }
 
-TEST_CASE("a temporary's label names its record and its release; an unnamed one is 'temporary'") {
+TEST_CASE(
+    "a temporary's label names its record and its release and an unnamed one is 'temporary'") {
   ToolRecorder rec;
   Alloc alloc(Alloc::execution_space(), 1_KiB, Alloc::default_alignment, "labels");
   kbuf::use<space> current(alloc);

@@ -484,7 +484,7 @@ std::size_t library_call(bool on_host, std::size_t n) {
 }  // namespace
 
 TEST_CASE(
-    "one use_process_allocators serves a library that picks its memory space at run time; one "
+    "one use_process_allocators serves a library that picks its memory space at run time and one "
     "kbuf::use serves its own space only") {
   kbuf_test::AllocationCounter counter;
   {

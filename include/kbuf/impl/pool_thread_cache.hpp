@@ -33,6 +33,13 @@ struct PoolCacheEntry {
   void (*on_thread_exit)(void* slot, PoolShared& shared) noexcept;
 };
 
+/// A thread's latest pool of one memory space and its slot there: what `local()` checks first.
+/// Trivial, so its `thread_local` costs no guard.
+struct PoolHotEntry {
+  std::uint64_t pool_id = 0;  // 0: none (pool ids start at 1)
+  void* slot = nullptr;
+};
+
 /// The calling thread's allocators, one per pool it used. Its destructor (at thread exit)
 /// hands each back to its pool, if that pool is still alive.
 struct PoolThreadCache {

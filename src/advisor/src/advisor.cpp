@@ -68,6 +68,8 @@ Settings Settings::from_environment(std::vector<std::string>& warnings) {
   read_size("KBUF_ADVISOR_TRACE_EVENTS", s.trace_events, 0, warnings);
   read_size("KBUF_ADVISOR_NAMES", s.max_names, 1, warnings);
   read_size("KBUF_ADVISOR_TOP", s.top, 1, warnings);
+  read_size("KBUF_ADVISOR_SITES", s.sites, 1, warnings);
+  read_size("KBUF_ADVISOR_SITE_EVENTS", s.site_events, 0, warnings);
   if (const char* rep = std::getenv("KBUF_ADVISOR_REPORT")) {
     const std::string r = rep;
     if (r == "stderr" || r == "stdout" || r == "off") {
@@ -157,9 +159,10 @@ std::uint64_t Results::served() const noexcept {
 
 namespace {
 
-constexpr std::uint32_t no_region = 0;              // regions[0]: outside every region
-constexpr std::size_t series_points = 2048;         // the merged series
-constexpr std::size_t thread_series_points = 1024;  // each host thread's series
+constexpr std::uint32_t no_region = 0;          // regions[0]: outside every region
+constexpr std::uint64_t series_columns = 2048;  // columns over the run (their width doubles)
+constexpr double first_column_width = 1e-6;     // seconds
+constexpr std::size_t round_limit = 4096;  // tokens of a round cut where the stack never empties
 constexpr std::size_t marker_limit = 128;
 constexpr std::size_t max_threads = 1024;  // at once; beyond, the rest share the last slot
 constexpr std::size_t max_region_depth = 64;
@@ -172,7 +175,8 @@ struct Pending {
   bool freed = false, decided = false, served = false, zero = false;
   std::uint64_t lifetime_kernels = 0;
   std::uint32_t replay = 0;
-  std::size_t slot = 0;  // its entry in the replay's stack
+  std::size_t slot = 0;     // its entry in the replay's stack
+  std::uint64_t token = 0;  // its take's number in the replay's stream
 };
 
 struct Entry {
@@ -187,36 +191,71 @@ struct OpenRegion {
   std::uint64_t peak;
 };
 
-// Points of (time, bytes held): at most `cap`, pairs merged (peaks kept) as it fills.
+// What one host thread held in a column of time (the run cut into columns of one width, the
+// same for every thread): the least, the most and the last, of its temporaries and of all it
+// held. A column is kept only where something changed; in between, the last values held.
+struct Column {
+  std::uint64_t index;
+  std::uint64_t tmin, tmax, tlast, hmin, hmax, hlast;
+};
+
 struct Series {
-  std::vector<SeriesPoint> points;
-  std::uint64_t stride = 1, in_point = 0;
+  std::vector<Column> columns;
 
-  void add(double t, std::uint64_t temp, std::uint64_t other, std::size_t cap) {
-    if (in_point == 0) {
-      points.push_back(SeriesPoint{t, temp, other});
-    } else {
-      SeriesPoint& p = points.back();
-      p.temporaries = std::max(p.temporaries, temp);
-      p.others = std::max(p.others, other);
+  // From column `index` on, the thread holds `temp` bytes of temporaries and `held` in all.
+  void add(std::uint64_t index, std::uint64_t temp, std::uint64_t held) {
+    if (columns.empty() || columns.back().index != index) {
+      // What was held when the column began counts too.
+      const std::uint64_t t0 = columns.empty() ? 0 : columns.back().tlast;
+      const std::uint64_t h0 = columns.empty() ? 0 : columns.back().hlast;
+      columns.push_back(Column{index, t0, t0, t0, h0, h0, h0});
     }
-    if (++in_point == stride) in_point = 0;
-    if (points.size() == cap && in_point == 0) halve();
+    Column& c = columns.back();
+    c.tmin = std::min(c.tmin, temp);
+    c.tmax = std::max(c.tmax, temp);
+    c.tlast = temp;
+    c.hmin = std::min(c.hmin, held);
+    c.hmax = std::max(c.hmax, held);
+    c.hlast = held;
   }
 
-  void halve() {
-    for (std::size_t i = 0; 2 * i < points.size(); ++i) {
-      SeriesPoint a = points[2 * i];
-      if (2 * i + 1 < points.size()) {
-        const SeriesPoint& b = points[2 * i + 1];
-        a.temporaries = std::max(a.temporaries, b.temporaries);
-        a.others = std::max(a.others, b.others);
+  // Columns twice as wide: each pair merged.
+  void widen() {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+      Column c = columns[i];
+      c.index /= 2;
+      if (n != 0 && columns[n - 1].index == c.index) {
+        Column& a = columns[n - 1];
+        a.tmin = std::min(a.tmin, c.tmin);
+        a.tmax = std::max(a.tmax, c.tmax);
+        a.tlast = c.tlast;
+        a.hmin = std::min(a.hmin, c.hmin);
+        a.hmax = std::max(a.hmax, c.hmax);
+        a.hlast = c.hlast;
+      } else {
+        columns[n++] = c;
       }
-      points[i] = a;
     }
-    points.resize((points.size() + 1) / 2);
-    stride *= 2;
+    columns.resize(n);
   }
+};
+
+// The replay's stream, kept for the per-site replays: a take of `value` bytes by the site
+// `label`, or (label == free_token) the free of the take `value` tokens back.
+constexpr std::uint32_t free_token = 0xffffffffu;
+struct Token {
+  std::uint64_t value;
+  std::uint32_t label;
+  bool operator==(const Token& o) const noexcept { return value == o.value && label == o.label; }
+};
+
+// A stretch of one allocator's stream, mostly from one empty stack to the next (a kbuf scope's
+// worth); a program repeats them, and each is kept once.
+struct Round {
+  std::vector<Token> tokens;
+  std::vector<std::uint32_t> labels;  // the sites it takes for, ascending
+  std::uint64_t takes = 0;
 };
 
 // Names looked up without making a string: each kept once, in storage that does not move. The
@@ -316,6 +355,14 @@ struct ReplayState {
   Replay replay;
   std::vector<Held> held;  // oldest first
   std::uint64_t temporaries = 0, from_buffer = 0, held_late = 0;
+  // The stream: takes and frees numbered from 0; the open round, and the rounds closed so far
+  // (a round's id, repeated so many times in a row).
+  std::uint64_t tokens = 0;
+  std::vector<Token> open;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> runs;
+  std::uint64_t recorded = 0;  // temporaries in those runs
+  // Each site's temporaries alone, replayed as they come.
+  std::unordered_map<std::uint32_t, SiteReplay> alone;
 };
 
 std::size_t alignment_of(const std::string& space) {
@@ -412,6 +459,19 @@ struct Advisor::State {
 
   std::vector<Marker> markers;
   std::uint64_t marker_stride = 1, outer_regions = 0;
+  double column_width = first_column_width;
+
+  // The rounds of every allocator's stream, each kept once; the events they and the runs take
+  // (at most settings.site_events: past it the streams stop).
+  std::vector<Round> rounds;
+  std::unordered_multimap<std::uint64_t, std::uint32_t> round_index;
+  std::uint64_t stream_kept = 0;
+  bool stream_full = false;
+
+  // kbuf's records by record space and label (Results::adopted): per record space (index of
+  // kbuf_spaces) an index of its labels.
+  std::vector<Adopted> adopted;
+  std::vector<NameIndex> adopted_index;
 
   std::vector<TraceEvent> trace;
   std::uint64_t trace_dropped = 0;
@@ -461,12 +521,34 @@ struct Advisor::State {
     return v[space];
   }
 
-  KbufSpace& kbuf_space(const char* name) {
-    for (KbufSpace& k : kbuf_spaces) {
-      if (k.name == name) return k;
+  std::size_t kbuf_space(const char* name) {
+    for (std::size_t i = 0; i < kbuf_spaces.size(); ++i) {
+      if (kbuf_spaces[i].name == name) return i;
     }
     kbuf_spaces.push_back(KbufSpace{name});
-    return kbuf_spaces.back();
+    adopted_index.emplace_back();
+    return kbuf_spaces.size() - 1;
+  }
+
+  // kbuf's record of a temporary labelled `label` in the record space `k`: its entry in
+  // `adopted`; past max_names labels, the shared "(other)" one.
+  Adopted& adopted_entry(std::size_t k, const char* label) {
+    NameIndex& index = adopted_index[k];
+    if (const std::uint32_t* found = index.find(label)) return adopted[*found];
+    std::string_view name(label);
+    const bool other = adopted.size() >= settings.max_names;
+    if (other) {
+      ++names_dropped;
+      name = std::string_view("\0(other)", 8);  // no label of the program's
+      if (const std::uint32_t* found = index.find(name)) return adopted[*found];
+    }
+    Adopted a;
+    a.allocator = kbuf_spaces[k].name;
+    a.space = a.allocator;
+    a.label = other ? std::string("(other)") : std::string(name);
+    adopted.push_back(std::move(a));
+    index.add(name, static_cast<std::uint32_t>(adopted.size() - 1));
+    return adopted.back();
   }
 
   // A label or region entry; past max_names, the shared "(other)" one.
@@ -608,6 +690,10 @@ struct Advisor::State {
           p.slot = r.held.size();
           r.held.push_back(Held{point, free_kernel, below, false});
         }
+        p.token = r.tokens++;
+        r.alone.try_emplace(p.label, r.replay.alignment())
+            .first->second.take(p.token, static_cast<std::size_t>(p.size));
+        record(r, Token{p.size, p.label}, r.held.empty());
         ++r.temporaries;
         if (from_buffer) ++r.from_buffer;
         for (Named* n : {&labels[p.label], &regions[p.region]}) {
@@ -618,7 +704,74 @@ struct Advisor::State {
       }
     }
     (p.served ? ts.temp_held : ts.other_held) += p.size;
-    ts.series.add(p.t, ts.temp_held, ts.other_held, thread_series_points);
+    const std::uint64_t column = column_of(p.t);
+    threads[p.thread].series.add(column, ts.temp_held, ts.temp_held + ts.other_held);
+  }
+
+  // The column of the memory series that holds the time t; past series_columns columns, every
+  // column becomes twice as wide.
+  std::uint64_t column_of(double t) {
+    while (t / column_width >= static_cast<double>(series_columns)) {
+      column_width *= 2;
+      for (ThreadState& ts : threads) ts.series.widen();
+    }
+    return t > 0 ? static_cast<std::uint64_t>(t / column_width) : 0;
+  }
+
+  // Adds a token to the open round of r's stream; a round ends where the replay holds nothing
+  // (`empty`) or at round_limit tokens.
+  void record(ReplayState& r, Token token, bool empty) {
+    if (stream_full) return;
+    r.open.push_back(token);
+    if (empty || r.open.size() >= round_limit) close_round(r);
+  }
+
+  // Keeps the open round of r's stream: once, and once more in its run if it repeats the last.
+  void close_round(ReplayState& r) {
+    if (r.open.empty()) return;
+    if (!stream_full) {
+      std::uint64_t hash = 1469598103934665603ull;  // FNV-1a over the tokens' numbers
+      for (const Token& t : r.open) {
+        for (std::uint64_t v : {t.value, static_cast<std::uint64_t>(t.label)}) {
+          hash = (hash ^ v) * 1099511628211ull;
+        }
+      }
+      std::uint32_t id = free_token;
+      const auto range = round_index.equal_range(hash);
+      for (auto it = range.first; it != range.second; ++it) {
+        if (rounds[it->second].tokens == r.open) id = it->second;
+      }
+      const bool new_round = id == free_token;
+      const bool new_run = new_round || r.runs.empty() || r.runs.back().first != id;
+      const std::uint64_t need = (new_round ? r.open.size() : 0) + (new_run ? 1 : 0);
+      if (stream_kept + need > settings.site_events) {
+        stream_full = true;  // the per-site replays cover the streams up to here
+      } else {
+        stream_kept += need;
+        if (new_round) {
+          Round round;
+          round.tokens = r.open;
+          for (const Token& t : round.tokens) {
+            if (t.label == free_token) continue;
+            ++round.takes;
+            round.labels.push_back(t.label);
+          }
+          std::sort(round.labels.begin(), round.labels.end());
+          round.labels.erase(std::unique(round.labels.begin(), round.labels.end()),
+                             round.labels.end());
+          id = static_cast<std::uint32_t>(rounds.size());
+          rounds.push_back(std::move(round));
+          round_index.emplace(hash, id);
+        }
+        if (new_run) {
+          r.runs.emplace_back(id, 1);
+        } else {
+          ++r.runs.back().second;
+        }
+        r.recorded += rounds[id].takes;
+      }
+    }
+    r.open.clear();
   }
 
   // Processes thread t's queue from its head while the head's verdict is known (all of it at
@@ -647,38 +800,188 @@ struct Advisor::State {
           r.replay.release(r.held.back().point);
           r.held.pop_back();
         }
+        const std::uint64_t token = r.tokens++;
+        r.alone.find(p.label)->second.free(p.token);
+        record(r, Token{token - p.token, free_token}, r.held.empty());
       }
       (p.served ? ts.temp_held : ts.other_held) -= p.size;
-      ts.series.add(e.t, ts.temp_held, ts.other_held, thread_series_points);
+      const std::uint64_t column = column_of(e.t);
+      ts.series.add(column, ts.temp_held, ts.temp_held + ts.other_held);
       free_records.push_back(e.record);
       ts.queue.pop_front();
     }
   }
 
-  // The threads' series summed over time: each thread holds its last point's bytes until its
-  // next point. At most series_points points, pairs merged (peaks kept).
-  Series merged_series() const {
+  // The threads' series summed column by column: a thread without a column there holds what
+  // it held at the end of its last one. With one host thread the columns are exact; with
+  // several, a column's least and most are the sums of each thread's (the true least is no
+  // smaller, the true most no larger).
+  std::vector<SeriesColumn> merged_series(double end) const {
     struct At {
-      double t;
+      std::uint64_t index;
       std::uint32_t thread;
-      SeriesPoint p;
+      const Column* c;
     };
     std::vector<At> all;
     for (std::uint32_t t = 0; t < threads.size(); ++t) {
-      for (const SeriesPoint& p : threads[t].series.points) all.push_back(At{p.seconds, t, p});
+      for (const Column& c : threads[t].series.columns) all.push_back(At{c.index, t, &c});
     }
-    std::stable_sort(all.begin(), all.end(), [](const At& a, const At& b) { return a.t < b.t; });
-    std::vector<SeriesPoint> current(threads.size());
-    SeriesPoint sum;
-    Series out;
-    for (const At& a : all) {
-      sum.temporaries += a.p.temporaries - current[a.thread].temporaries;
-      sum.others += a.p.others - current[a.thread].others;
-      current[a.thread] = a.p;
-      out.add(a.t, sum.temporaries, sum.others, series_points);
+    std::stable_sort(all.begin(), all.end(),
+                     [](const At& a, const At& b) { return a.index < b.index; });
+    std::vector<std::pair<std::uint64_t, std::uint64_t>> last(threads.size());  // temp, held
+    std::uint64_t temp = 0, held = 0;  // the sums of `last`
+    std::vector<SeriesColumn> out;
+    for (std::size_t i = 0; i < all.size();) {
+      std::size_t j = i;
+      // Unsigned sums that wrap: what the column's threads add to the others' last values.
+      std::uint64_t tmin = temp, tmax = temp, hmin = held, hmax = held;
+      for (; j < all.size() && all[j].index == all[i].index; ++j) {
+        const Column& c = *all[j].c;
+        auto& [lt, lh] = last[all[j].thread];
+        tmin += c.tmin - lt;
+        tmax += c.tmax - lt;
+        hmin += c.hmin - lh;
+        hmax += c.hmax - lh;
+        temp += c.tlast - lt;
+        held += c.hlast - lh;
+        lt = c.tlast;
+        lh = c.hlast;
+      }
+      const double begin = static_cast<double>(all[i].index) * column_width;
+      out.push_back(SeriesColumn{std::min(end, begin), std::min(end, begin + column_width), tmin,
+                                 tmax, temp, hmin, hmax, held});
+      i = j;
     }
-    for (SeriesPoint& p : out.points) p.seconds = std::max(p.seconds, 0.0);
     return out;
+  }
+
+  // Replays the stream of `r` through `sr`, the sites `in` says only; `skip` says of a round
+  // that it takes for none of them. A run of one round, once a repetition of it from an empty
+  // allocator left it empty and its numbers as they were, adds the rest at once.
+  template <class In, class Skip>
+  void play(const ReplayState& r, SiteReplay& sr, In in, Skip skip) const {
+    std::uint64_t index = 0;
+    for (const auto& [id, times] : r.runs) {
+      const Round& round = rounds[id];
+      const std::uint64_t n = round.tokens.size();
+      if (skip(id)) {
+        index += n * times;
+        continue;
+      }
+      for (std::uint64_t k = 0; k < times; ++k) {
+        const bool was_empty = sr.empty();
+        const kbuf::Impl::BufferPolicy& p = sr.replay().policy();
+        const std::uint64_t fallbacks = p.counters().fallbacks, regrows = p.counters().regrows;
+        const std::size_t hwm = p.high_water_mark(), capacity = p.capacity();
+        const std::uint64_t temporaries = sr.temporaries(), from_buffer = sr.from_buffer();
+        for (const Token& t : round.tokens) {
+          if (t.label == free_token) {
+            sr.free(index - t.value);
+          } else if (in(t.label)) {
+            sr.take(index, static_cast<std::size_t>(t.value));
+          }
+          ++index;
+        }
+        if (was_empty && sr.empty() && k + 1 < times && p.counters().fallbacks == fallbacks &&
+            p.counters().regrows == regrows && p.high_water_mark() == hwm &&
+            p.capacity() == capacity) {
+          const std::uint64_t rest = times - k - 1;
+          sr.repeat(sr.temporaries() - temporaries, sr.from_buffer() - from_buffer, rest);
+          index += n * rest;
+          break;
+        }
+      }
+    }
+  }
+
+  // Results::sites: the served sites by what each avoids alone, and a replay of the stream per
+  // prefix of that list.
+  void site_results(Results& out) const {
+    struct Alone {
+      std::uint32_t label;
+      std::int64_t avoided = 0;
+      std::uint64_t temporaries = 0, fallbacks = 0;
+      std::size_t capacity = 0;
+    };
+    std::vector<Alone> alone(labels.size());
+    for (std::uint32_t l = 0; l < labels.size(); ++l) alone[l].label = l;
+    for (const ReplayState& r : replays) {
+      for (const auto& [label, sr] : r.alone) {
+        Alone& a = alone[label];
+        a.avoided += sr.allocations_avoided();
+        a.temporaries += sr.temporaries();
+        a.fallbacks += sr.replay().first_round_fallbacks();
+        a.capacity += sr.replay().next_capacity();
+      }
+    }
+    std::vector<Alone> order;
+    for (const Alone& a : alone) {
+      if (labels[a.label].a.served != 0) order.push_back(a);
+    }
+    std::stable_sort(order.begin(), order.end(), [&](const Alone& a, const Alone& b) {
+      if (a.avoided != b.avoided) return a.avoided > b.avoided;
+      const Aggregate &x = labels[a.label].a, &y = labels[b.label].a;
+      if (x.served_bytes != y.served_bytes) return x.served_bytes > y.served_bytes;
+      return labels[a.label].name < labels[b.label].name;
+    });
+    const std::size_t listed = std::min(order.size(), settings.sites);
+    out.sites_left_out = order.size() - listed;
+    std::vector<std::uint32_t> rank(labels.size(), free_token);
+    for (std::size_t i = 0; i < listed; ++i) rank[order[i].label] = static_cast<std::uint32_t>(i);
+    std::vector<std::uint32_t> round_rank(rounds.size(), free_token);  // its best site's
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      for (std::uint32_t l : rounds[i].labels) round_rank[i] = std::min(round_rank[i], rank[l]);
+    }
+    for (std::size_t k = 0; k < listed; ++k) {
+      const Alone& a = order[k];
+      const Named& n = labels[a.label];
+      Site site;
+      site.space = n.space;
+      site.label = n.name;
+      site.count = n.a.count;
+      site.bytes = n.a.bytes;
+      site.temporaries = a.temporaries;
+      site.allocations_avoided = a.avoided;
+      site.capacity = a.capacity;
+      site.fallbacks = a.fallbacks;
+      for (const ReplayState& r : replays) {
+        SiteReplay sr(r.replay.alignment());
+        play(
+            r, sr, [&](std::uint32_t l) { return rank[l] <= k; },
+            [&](std::uint32_t id) { return round_rank[id] > k; });
+        site.cumulative_capacity += sr.replay().next_capacity();
+        site.cumulative_allocations_avoided += sr.allocations_avoided();
+        site.first_round_fallbacks += sr.replay().first_round_fallbacks();
+        site.cumulative_fallbacks += sr.replay().policy().counters().fallbacks;
+        site.cumulative_regrows += sr.replay().policy().counters().regrows;
+      }
+      out.sites.push_back(site);
+    }
+    for (const ReplayState& r : replays) out.site_stream_temporaries += r.recorded;
+  }
+
+  // Results::adopted: each kbuf record space's memory space (its allocator's buffers'), and
+  // what the program still allocates under the same label there.
+  void adopted_results(Results& out) const {
+    out.adopted = adopted;
+    for (Adopted& a : out.adopted) {
+      for (std::size_t l = 0; l < labels.size(); ++l) {
+        if (kbuf_owner[l] == a.allocator) {
+          a.space = labels[l].space;
+          break;
+        }
+      }
+      for (const Named& n : labels) {
+        if (n.space == a.space && n.name == a.label) a.left = n.a.count;
+      }
+      for (const Site& site : out.sites) {
+        if (site.space == a.space && site.label == a.label)
+          a.left_avoidable = site.allocations_avoided;
+      }
+    }
+    std::stable_sort(
+        out.adopted.begin(), out.adopted.end(),
+        [](const Adopted& x, const Adopted& y) { return x.temporaries > y.temporaries; });
   }
 };
 
@@ -692,11 +995,17 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
   if (s.finished) return;
   const double now = s.now();
   if (is_kbuf_space(space)) {
-    KbufSpace& k = s.kbuf_space(space);
+    const std::size_t i = s.kbuf_space(space);
+    KbufSpace& k = s.kbuf_spaces[i];
     ++k.temporaries;
     k.bytes += size;
     k.held += size;
     k.peak_held = std::max(k.peak_held, k.held);
+    Adopted& a = s.adopted_entry(i, label);
+    ++a.temporaries;
+    a.bytes += size;
+    a.held += size;
+    a.peak_held = std::max(a.peak_held, a.held);
     return;
   }
   const std::uint32_t t = s.thread_id(slot);
@@ -753,15 +1062,17 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
 
 void Advisor::deallocate(const char* space, const char* label, const void* ptr,
                          std::uint64_t size) {
-  (void)label;
   std::lock_guard<std::mutex> lock(state_->mutex);
   State& s = *state_;
   if (s.finished) return;
   const double now = s.now();
   if (is_kbuf_space(space)) {
-    KbufSpace& k = s.kbuf_space(space);
+    const std::size_t i = s.kbuf_space(space);
+    KbufSpace& k = s.kbuf_spaces[i];
     ++k.releases;
     k.held -= std::min(k.held, size);
+    Adopted& a = s.adopted_entry(i, label);
+    a.held -= std::min(a.held, size);
     return;
   }
   ++s.deallocations;
@@ -952,12 +1263,11 @@ Results Advisor::finish() {
     r.replays.push_back(x);
   }
   r.not_served = s.not_served;
-  const Series series = s.merged_series();
-  r.series = series.points;
-  r.series_stride = 1;
-  for (const ThreadState& ts : s.threads) {
-    r.series_stride = std::max(r.series_stride, ts.series.stride * series.stride);
-  }
+  for (ReplayState& rs : s.replays) s.close_round(rs);
+  s.site_results(r);
+  s.adopted_results(r);
+  r.series = s.merged_series(r.seconds);
+  r.series_width = s.column_width;
   r.markers = s.markers;
   r.outer_regions = s.outer_regions;
   r.names = s.names;

@@ -95,20 +95,6 @@ std::string clean(const std::string& s) {
   return out;
 }
 
-// The labels whose temporaries the replay took from its buffer most often: the call sites to
-// change first.
-std::vector<const Named*> call_sites(const Results& r) {
-  std::vector<const Named*> v;
-  for (const Named& n : r.labels) {
-    if (n.a.from_buffer != 0) v.push_back(&n);
-  }
-  std::stable_sort(v.begin(), v.end(), [](const Named* a, const Named* b) {
-    if (a->a.from_buffer != b->a.from_buffer) return a->a.from_buffer > b->a.from_buffer;
-    return a->a.served_bytes > b->a.served_bytes;
-  });
-  return v;
-}
-
 }  // namespace
 
 std::string format_report(const Results& r) {
@@ -210,16 +196,57 @@ std::string format_report(const Results& r) {
           static_cast<unsigned long long>(x.released_late));
     }
   }
-  const std::vector<const Named*> sites = call_sites(r);
-  if (!sites.empty()) {
-    o << "\n== Call sites to change first: take these with kbuf::temporary under a kbuf::use\n";
-    for (std::size_t i = 0; i < sites.size() && i < top; ++i) {
-      const Named& n = *sites[i];
-      o << printf_string("  %2zu. '%s' [%s]: %llu allocations avoided of %llu, %s served\n", i + 1,
-                         clean(n.name).c_str(), clean(n.space).c_str(),
-                         static_cast<unsigned long long>(n.a.from_buffer),
-                         static_cast<unsigned long long>(n.a.count),
-                         human_bytes(static_cast<double>(n.a.served_bytes)).c_str());
+  if (!r.sites.empty()) {
+    o << "\n== Call sites to change first (take these with kbuf::temporary in a kbuf::scope), most "
+         "allocations avoided first:\n   what a buffer for the site alone would do, and one for "
+         "it and every site above it together\n";
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s  %s\n", "", "allocations", "avoided",
+                       "buffer", "together:", "fallbacks", "", "avoided", "site [space]");
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s\n", "", "", "alone", "alone",
+                       "buffer", "(first round)", "regrowths", "");
+    for (std::size_t i = 0; i < r.sites.size() && i < top; ++i) {
+      const Site& x = r.sites[i];
+      const std::string fallbacks = std::to_string(x.cumulative_fallbacks) + " (" +
+                                    std::to_string(x.first_round_fallbacks) + ")";
+      o << printf_string("  %2zu. %11llu %9lld %10s  %10s %13s %9llu %9lld  '%s' [%s]\n", i + 1,
+                         static_cast<unsigned long long>(x.count),
+                         static_cast<long long>(x.allocations_avoided),
+                         human_bytes(static_cast<double>(x.capacity)).c_str(),
+                         human_bytes(static_cast<double>(x.cumulative_capacity)).c_str(),
+                         fallbacks.c_str(), static_cast<unsigned long long>(x.cumulative_regrows),
+                         static_cast<long long>(x.cumulative_allocations_avoided),
+                         clean(x.label).c_str(), clean(x.space).c_str());
+    }
+    const std::size_t more = r.sites.size() > top ? r.sites.size() - top : 0;
+    if (more + r.sites_left_out != 0) {
+      o << "  (" << more + r.sites_left_out << " more sites";
+      if (r.sites_left_out != 0) {
+        o << "; " << r.sites_left_out << " of them past KBUF_ADVISOR_SITES=" << r.settings.sites
+          << ", without replays of their own";
+      }
+      o << ")\n";
+    }
+    if (r.site_stream_temporaries < r.served()) {
+      o << "  the replays of sites together cover the first " << r.site_stream_temporaries << " of "
+        << r.served() << " temporaries (KBUF_ADVISOR_SITE_EVENTS=" << r.settings.site_events
+        << ")\n";
+    }
+  }
+  if (!r.adopted.empty()) {
+    o << "\n== Adopted: the temporaries the program's kbuf allocators served, by label (their "
+         "Kokkos Tools records),\n   beside the allocations the program still makes under that "
+         "label (left) and what a buffer for them would avoid\n";
+    o << printf_string("  %11s %10s %10s %9s %9s  %s\n", "temporaries", "bytes", "peak held",
+                       "left", "avoidable", "site [space] (allocator)");
+    for (std::size_t i = 0; i < r.adopted.size() && i < top; ++i) {
+      const Adopted& x = r.adopted[i];
+      o << printf_string("  %11llu %10s %10s %9llu %9lld  '%s' [%s] (%s)\n",
+                         static_cast<unsigned long long>(x.temporaries),
+                         human_bytes(static_cast<double>(x.bytes)).c_str(),
+                         human_bytes(static_cast<double>(x.peak_held)).c_str(),
+                         static_cast<unsigned long long>(x.left),
+                         static_cast<long long>(x.left_avoidable), clean(x.label).c_str(),
+                         clean(x.space).c_str(), clean(x.allocator).c_str());
     }
   }
   if (r.trace_dropped != 0 || r.names_dropped != 0) {
@@ -239,7 +266,8 @@ std::string format_report(const Results& r) {
 }
 
 std::string format_json(const Results& r) {
-  using nlohmann::json;
+  // Keys in the order they are set: DESIGN.md fixes the order of a site's.
+  using json = nlohmann::ordered_json;
   json j;
   j["allocations"] = r.allocations;
   j["deallocations"] = r.deallocations;
@@ -256,7 +284,9 @@ std::string format_json(const Results& r) {
   j["settings"] = {{"max_lifetime_kernels", r.settings.max_kernels},
                    {"window", r.settings.window},
                    {"trace_events", r.settings.trace_events},
-                   {"names", r.settings.max_names}};
+                   {"names", r.settings.max_names},
+                   {"sites", r.settings.sites},
+                   {"site_events", r.settings.site_events}};
   j["spaces"] = json::array();
   for (const SpaceTotals& s : r.spaces) {
     j["spaces"].push_back({{"space", clean(s.name)},
@@ -329,18 +359,47 @@ std::string format_json(const Results& r) {
                                {"high_water_mark_bytes", x.high_water_mark},
                                {"allocations_avoided", x.allocations_avoided()}});
   }
-  k["call_sites"] = json::array();
-  for (const Named* n : call_sites(r)) {
-    k["call_sites"].push_back({{"space", clean(n->space)},
-                               {"label", clean(n->name)},
-                               {"allocations_avoided", n->a.from_buffer},
-                               {"served_bytes", n->a.served_bytes}});
-  }
   j["kbuf"] = k;
+  j["sites"] = json::array();
+  for (const Site& x : r.sites) {
+    j["sites"].push_back({{"space", clean(x.space)},
+                          {"label", clean(x.label)},
+                          {"count", x.count},
+                          {"bytes", x.bytes},
+                          {"allocations_avoided", x.allocations_avoided},
+                          {"capacity_bytes", x.capacity},
+                          {"cumulative_capacity_bytes", x.cumulative_capacity},
+                          {"first_round_fallbacks", x.first_round_fallbacks}});
+  }
+  // More of each site, in the same order, and what the list covers.
+  json more = json::array();
+  for (const Site& x : r.sites) {
+    more.push_back({{"space", clean(x.space)},
+                    {"label", clean(x.label)},
+                    {"temporaries", x.temporaries},
+                    {"alone_first_round_fallbacks", x.fallbacks},
+                    {"cumulative_allocations_avoided", x.cumulative_allocations_avoided},
+                    {"cumulative_fallbacks", x.cumulative_fallbacks},
+                    {"cumulative_regrows", x.cumulative_regrows}});
+  }
+  j["sites_detail"] = {{"sites", more},
+                       {"sites_left_out", r.sites_left_out},
+                       {"temporaries_covered", r.site_stream_temporaries}};
+  j["adopted"] = json::array();
+  for (const Adopted& x : r.adopted) {
+    j["adopted"].push_back({{"space", clean(x.space)},
+                            {"label", clean(x.label)},
+                            {"allocator", clean(x.allocator)},
+                            {"temporaries", x.temporaries},
+                            {"bytes", x.bytes},
+                            {"peak_held_bytes", x.peak_held},
+                            {"allocations_left", x.left},
+                            {"allocations_left_avoidable", x.left_avoidable}});
+  }
   j["bounded"] = {{"trace_events_dropped", r.trace_dropped},
                   {"allocations_under_other_name", r.names_dropped},
-                  {"series_points", r.series.size()},
-                  {"events_per_series_point", r.series_stride},
+                  {"series_columns", r.series.size()},
+                  {"seconds_per_series_column", r.series_width},
                   {"peak_events_awaiting_verdict", r.peak_pending}};
   return j.dump(1) + "\n";
 }
@@ -407,14 +466,82 @@ std::string tick_seconds(double t, double step) {
 
 }  // namespace
 
+namespace {
+
+// What was held over one pixel column of the picture (or any stretch of time): the least and
+// the most of the temporaries and of everything.
+struct Band {
+  std::uint64_t tmin = ~std::uint64_t{0}, tmax = 0, hmin = ~std::uint64_t{0}, hmax = 0;
+  void add(std::uint64_t t_lo, std::uint64_t t_hi, std::uint64_t h_lo, std::uint64_t h_hi) {
+    tmin = std::min(tmin, t_lo);
+    tmax = std::max(tmax, t_hi);
+    hmin = std::min(hmin, h_lo);
+    hmax = std::max(hmax, h_hi);
+  }
+};
+
+// The series in `bins` columns of equal time over [0, tmax]: each column's least and most, from
+// the series' columns and the constant stretches between them (nothing held before the first).
+std::vector<Band> bands(const Results& r, double tmax, std::size_t bins) {
+  std::vector<Band> out(bins);
+  const double w = tmax / static_cast<double>(bins);
+  const auto cover = [&](double a, double e, std::uint64_t t_lo, std::uint64_t t_hi,
+                         std::uint64_t h_lo, std::uint64_t h_hi) {
+    if (e < a) e = a;
+    auto first = static_cast<std::size_t>(std::max(0.0, std::floor(a / w)));
+    auto last = static_cast<std::size_t>(std::max(0.0, std::ceil(e / w)));
+    first = std::min(first, bins - 1);
+    last = std::max(first + 1, std::min(last, bins));
+    for (std::size_t b = first; b < last; ++b) out[b].add(t_lo, t_hi, h_lo, h_hi);
+  };
+  double at = 0;
+  std::uint64_t t = 0, h = 0;  // held since `at`
+  for (const SeriesColumn& c : r.series) {
+    if (c.begin > at) cover(at, c.begin, t, t, h, h);
+    cover(c.begin, c.end, c.temporaries_min, c.temporaries_max, c.held_min, c.held_max);
+    at = c.end;
+    t = c.temporaries_last;
+    h = c.held_last;
+  }
+  if (tmax > at) cover(at, tmax, t, t, h, h);
+  for (Band& b : out) {  // a column nothing covered (none, unless rounding): what came before
+    if (b.hmin == ~std::uint64_t{0}) b = Band{0, 0, 0, 0};
+  }
+  return out;
+}
+
+// The subtitle's second line: the first sites, each with the allocations it avoids alone and
+// the buffer it and those above it need, as many as the line has room for.
+std::string sites_line(const Results& r, std::size_t room) {
+  std::string line = "Call sites: avoided alone, buffer with those above:";
+  std::size_t shown = 0;
+  for (const Site& x : r.sites) {
+    std::string label = clean(x.label);
+    if (label.size() > 28) label = label.substr(0, 25) + "...";
+    const std::string part = " " + std::to_string(shown + 1) + ". '" + label + "' " +
+                             std::to_string(x.allocations_avoided) + ", " +
+                             human_bytes(static_cast<double>(x.cumulative_capacity)) + ";";
+    if (line.size() + part.size() + 10 > room) break;
+    line += part;
+    ++shown;
+  }
+  if (shown == 0) return std::string();
+  line.pop_back();
+  const std::size_t rest = r.sites.size() - shown + r.sites_left_out;
+  if (rest != 0) line += " (" + std::to_string(rest) + " more)";
+  return line;
+}
+
+}  // namespace
+
 std::string format_svg(const Results& r) {
-  const double width = 960, height = 460, left = 90, right = 40, top = 90, bottom = 60;
+  const double width = 960, height = 480, left = 90, right = 40, top = 110, bottom = 60;
   const double pw = width - left - right, ph = height - top - bottom;
   double tmax = r.seconds;
   std::uint64_t ymax_raw = 1;
-  for (const SeriesPoint& p : r.series) {
-    tmax = std::max(tmax, p.seconds);
-    ymax_raw = std::max<std::uint64_t>(ymax_raw, p.temporaries + p.others);
+  for (const SeriesColumn& c : r.series) {
+    tmax = std::max(tmax, c.end);
+    ymax_raw = std::max<std::uint64_t>(ymax_raw, c.held_max);
   }
   ymax_raw = std::max<std::uint64_t>(ymax_raw, r.capacity());
   if (tmax <= 0) tmax = 1e-6;
@@ -446,6 +573,12 @@ std::string format_svg(const Results& r) {
        "; kbuf would serve " + std::to_string(r.served()) + " temporaries from a buffer of " +
        xml_escape(human_bytes(static_cast<double>(r.capacity()))) + " and avoid " +
        std::to_string(r.allocations_avoided()) + " allocations</text>\n";
+  // About 6.2 px per character of 11-px text.
+  const std::string sites = sites_line(r, static_cast<std::size_t>((width - left - 10) / 6.2));
+  if (!sites.empty()) {
+    o += "<text x=\"" + num(left) + "\" y=\"62\" fill=\"#444\" font-size=\"11\">" +
+         xml_escape(sites) + "</text>\n";
+  }
   // Grid and axes: five byte ticks, round time ticks.
   for (int i = 0; i <= 5; ++i) {
     const double b = ymax * i / 5, y = Y(b);
@@ -466,29 +599,34 @@ std::string format_svg(const Results& r) {
        "\" text-anchor=\"middle\">time since Kokkos::initialize</text>\n";
   o += "<text transform=\"translate(16," + num(top + ph / 2) +
        ") rotate(-90)\" text-anchor=\"middle\">bytes held</text>\n";
-  // Stacked steps: the temporaries at the bottom, so that they read against the buffer's line,
-  // the other allocations above them.
-  if (!r.series.empty()) {
-    const auto area = [&](bool upper, const char* fill) {
-      std::string d = "M" + num(X(r.series.front().seconds)) + "," + num(Y(0));
-      double last_y = Y(0);
-      for (const SeriesPoint& p : r.series) {
-        const double b = static_cast<double>(p.temporaries + (upper ? p.others : 0));
-        const double x = X(p.seconds);
-        for (const double y : {last_y, Y(b)}) {
-          d += " L";
-          append_num(d, x);
-          d += ',';
-          append_num(d, y);
-        }
-        last_y = Y(b);
+  // What was held, per pixel column: everything (blue) with the temporaries (orange) at the
+  // bottom, so that they read against the buffer's line. Solid up to the least held in the
+  // column, light from there to the most: a column in which nothing changed is one value, and
+  // no peak is drawn where it was not held.
+  const auto bins = static_cast<std::size_t>(pw);
+  const std::vector<Band> band = bands(r, tmax, bins);
+  const auto area = [&](std::uint64_t Band::*value, const char* fill) {
+    std::string d = "M" + num(left) + "," + num(Y(0));
+    double last_y = Y(0);
+    for (std::size_t b = 0; b < bins; ++b) {
+      const double y = Y(static_cast<double>(band[b].*value));
+      if (b != 0 && y == last_y) continue;
+      const double x = left + pw * static_cast<double>(b) / static_cast<double>(bins);
+      for (const double yy : {last_y, y}) {
+        d += " L";
+        append_num(d, x);
+        d += ',';
+        append_num(d, yy);
       }
-      d += " L" + num(X(tmax)) + "," + num(last_y) + " L" + num(X(tmax)) + "," + num(Y(0)) + " Z";
-      o += "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"/>\n";
-    };
-    area(true, "#4e79a7");
-    area(false, "#f28e2b");
-  }
+      last_y = y;
+    }
+    d += " L" + num(left + pw) + "," + num(last_y) + " L" + num(left + pw) + "," + num(Y(0)) + " Z";
+    o += "<path d=\"" + d + "\" fill=\"" + fill + "\" stroke=\"none\"/>\n";
+  };
+  area(&Band::hmax, "#b3cbe3");
+  area(&Band::hmin, "#4e79a7");
+  area(&Band::tmax, "#f8c99e");
+  area(&Band::tmin, "#f28e2b");
   // The replay's buffer.
   if (r.capacity() != 0) {
     const double y = Y(static_cast<double>(r.capacity()));
@@ -496,55 +634,65 @@ std::string format_svg(const Results& r) {
          "\" y2=\"" + num(y) + "\" stroke=\"#c00000\" stroke-width=\"1.5\" " +
          "stroke-dasharray=\"6,4\"/>\n";
   }
-  // Region boundaries: starts of the outermost regions of the first thread. A label where it
-  // has room and says something new (a run of one region's starts is labelled once), cut to end
-  // inside the picture.
+  // Region boundaries: starts of the outermost regions of the first thread, each a dotted line.
+  // Labels go in three rows at the top of the plot, each where its row has room (a run of one
+  // region's starts is labelled once), so that none overprints another.
   const bool dense = r.markers.size() > 24;
-  double last_label_x = -1e9;
+  const double char_width = 5.6, row_height = 11;  // 9-px text
+  double row_end[3] = {-1e9, -1e9, -1e9};
   std::string last_label;
   for (const Marker& m : r.markers) {
     const double x = X(m.seconds);
     o += "<line x1=\"" + num(x) + "\" y1=\"" + num(top) + "\" x2=\"" + num(x) + "\" y2=\"" +
          num(top + ph) + "\" stroke=\"#59a14f\" stroke-width=\"1\" stroke-dasharray=\"2,3\"" +
          (dense ? " stroke-opacity=\"0.5\"" : "") + "/>\n";
-    const std::string name = clean(m.name);
-    if (name == last_label || x - last_label_x < 20) continue;
-    // Rotated by 30 degrees, a 9-px character takes about 4.6 px of width.
-    const std::size_t room = static_cast<std::size_t>(std::max(0.0, (width - 4 - (x + 2)) / 4.6));
-    if (room < 12) continue;
-    std::string text = name.size() > std::min<std::size_t>(room, 32)
-                           ? name.substr(0, std::min<std::size_t>(room, 32) - 3) + "..."
-                           : name;
-    o += "<text x=\"" + num(x + 2) + "\" y=\"" + num(top + 10) +
-         "\" font-size=\"9\" fill=\"#2f6f2a\" transform=\"rotate(30 " + num(x + 2) + " " +
-         num(top + 10) + ")\">" + xml_escape(text) + "</text>\n";
-    last_label_x = x;
-    last_label = name;
+    std::string name = clean(m.name);
+    if (name == last_label) continue;
+    if (name.size() > 24) name = name.substr(0, 21) + "...";
+    const double room = left + pw - 2 - (x + 2);
+    const double text_width = char_width * static_cast<double>(name.size());
+    if (text_width > room) continue;
+    for (int row = 0; row < 3; ++row) {
+      if (x + 2 < row_end[row] + 4) continue;
+      const double y = top + 10 + row_height * row;
+      o += "<text class=\"region\" x=\"" + num(x + 2) + "\" y=\"" + num(y) + "\" data-width=\"" +
+           num(text_width) +
+           "\" font-size=\"9\" fill=\"#2f6f2a\" stroke=\"white\" stroke-width=\"3\" "
+           "paint-order=\"stroke\">" +
+           xml_escape(name) + "</text>\n";
+      row_end[row] = x + 2 + text_width;
+      last_label = clean(m.name);
+      break;
+    }
   }
   o += "<rect x=\"" + num(left) + "\" y=\"" + num(top) + "\" width=\"" + num(pw) + "\" height=\"" +
        num(ph) + "\" fill=\"none\" stroke=\"#888\"/>\n";
   // Legend.
-  const double lx = left, ly = 68;
+  const double lx = left, ly = 86;
   o += "<rect x=\"" + num(lx) + "\" y=\"" + num(ly - 9) +
        "\" width=\"10\" height=\"10\" fill=\"#f28e2b\"/><text x=\"" + num(lx + 14) + "\" y=\"" +
        num(ly) + "\">temporaries</text>\n";
   o += "<rect x=\"" + num(lx + 100) + "\" y=\"" + num(ly - 9) +
        "\" width=\"10\" height=\"10\" fill=\"#4e79a7\"/><text x=\"" + num(lx + 114) + "\" y=\"" +
        num(ly) + "\">other allocations</text>\n";
-  o += "<line x1=\"" + num(lx + 240) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(lx + 262) +
+  o += "<rect x=\"" + num(lx + 236) + "\" y=\"" + num(ly - 9) +
+       "\" width=\"5\" height=\"10\" fill=\"#f8c99e\"/><rect x=\"" + num(lx + 241) + "\" y=\"" +
+       num(ly - 9) + "\" width=\"5\" height=\"10\" fill=\"#b3cbe3\"/><text x=\"" + num(lx + 250) +
+       "\" y=\"" + num(ly) + "\">lighter: held for part of a pixel's time</text>\n";
+  o += "<line x1=\"" + num(lx + 490) + "\" y1=\"" + num(ly - 4) + "\" x2=\"" + num(lx + 512) +
        "\" y2=\"" + num(ly - 4) +
        "\" stroke=\"#c00000\" stroke-width=\"1.5\" stroke-dasharray=\"6,4\"/><text x=\"" +
-       num(lx + 268) + "\" y=\"" + num(ly) + "\">kbuf buffer (the replay's capacity)</text>\n";
+       num(lx + 518) + "\" y=\"" + num(ly) + "\">kbuf buffer (the replay's)</text>\n";
   if (!r.markers.empty()) {
-    std::string note = "profiling region starts";
+    std::string note = "region starts";
     if (r.outer_regions > r.markers.size()) {
-      note += " (" + std::to_string(r.markers.size()) + " of " + std::to_string(r.outer_regions) +
-              " drawn)";
+      note +=
+          " (" + std::to_string(r.markers.size()) + " of " + std::to_string(r.outer_regions) + ")";
     }
-    o += "<line x1=\"" + num(lx + 520) + "\" y1=\"" + num(ly - 9) + "\" x2=\"" + num(lx + 520) +
+    o += "<line x1=\"" + num(lx + 690) + "\" y1=\"" + num(ly - 9) + "\" x2=\"" + num(lx + 690) +
          "\" y2=\"" + num(ly + 1) +
          "\" stroke=\"#59a14f\" stroke-width=\"1.5\" stroke-dasharray=\"2,3\"/><text x=\"" +
-         num(lx + 526) + "\" y=\"" + num(ly) + "\" fill=\"#2f6f2a\">" + xml_escape(note) +
+         num(lx + 696) + "\" y=\"" + num(ly) + "\" fill=\"#2f6f2a\">" + xml_escape(note) +
          "</text>\n";
   }
   o += "</svg>\n";
@@ -616,14 +764,20 @@ std::string format_trace(const Results& r) {
     }
     o += "}";
   }
-  for (const SeriesPoint& p : r.series) {
+  // Per column of the series, the most held in it from its start and the last value from its
+  // end: between columns, what was held.
+  const auto counter = [&](double seconds, std::uint64_t temporaries, std::uint64_t held) {
     o += ",\n{\"name\":\"bytes held\",\"cat\":\"memory\",\"ph\":\"C\",\"ts\":";
-    append_num(o, p.seconds * 1e6, 3);
+    append_num(o, seconds * 1e6, 3);
     o += ",\"pid\":1,\"args\":{\"temporaries\":";
-    o += std::to_string(p.temporaries);
+    o += std::to_string(temporaries);
     o += ",\"other allocations\":";
-    o += std::to_string(p.others);
+    o += std::to_string(held - std::min(held, temporaries));
     o += "}}";
+  };
+  for (const SeriesColumn& c : r.series) {
+    counter(c.begin, c.temporaries_max, c.held_max);
+    counter(c.end, c.temporaries_last, c.held_last);
   }
   o += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"tool\":\"kbuf-advisor\",";
   o += "\"events_left_out\":" + std::to_string(r.trace_dropped) + ",\"note\":";

@@ -9,8 +9,8 @@
 // way), in four places (marked "kbuf:"), each what Cabana's adoption changes too:
 // 1. the library's owner, once: its scopes serve its own buffers only;
 // 2. the empty buffers of the constructor: temporary of zero extents (no memory);
-// 3. reallocate(): temporary and an explicit zero fill, where Kokkos::realloc allocated and
-//    zero-filled;
+// 3. reallocate(): temporary where Kokkos::realloc allocated and zero-filled (no fill kept:
+//    every element is written before it is read);
 // 4. the free functions open a scope before they make their Gather or Scatter.
 // temporary returns the plain View type of the members; with no current allocator, or outside
 // the library's own scopes, it allocates as before: this library behaves as it did until its
@@ -113,10 +113,10 @@ class CommunicationData {
  private:
   // [adopt_buffer]
   void reallocate(buffer_type& buffer, const char* label, std::size_t rows) const {
-    // kbuf: was Kokkos::realloc(buffer, rows, data_.extent(1)), which allocates and zero-fills
+    // kbuf: was Kokkos::realloc(buffer, rows, data_.extent(1)), which allocates and zero-fills;
+    // every element is written (packed, or received) before it is read, so no fill is kept
     buffer = buffers::temporary<double**, Kokkos::LayoutRight, memory_space>(label, rows,
                                                                              data_.extent(1));
-    Kokkos::deep_copy(buffer, 0.0);
   }
   // [adopt_buffer]
 };

@@ -35,6 +35,10 @@ struct Settings {
   std::size_t trace_events = 200000;  ///< KBUF_ADVISOR_TRACE_EVENTS: trace size cap
   std::size_t max_names = 4096;       ///< KBUF_ADVISOR_NAMES: labels, regions, kernels kept
   std::size_t top = 12;               ///< KBUF_ADVISOR_TOP: rows per table in the report
+  std::size_t sites = 64;             ///< KBUF_ADVISOR_SITES: call sites given a replay of
+                                      ///< their own and one with every site above them
+  std::size_t site_events = 1 << 20;  ///< KBUF_ADVISOR_SITE_EVENTS: events of the replay's
+                                      ///< stream kept for those replays (repeats stored once)
   std::string report = "stderr";      ///< KBUF_ADVISOR_REPORT: stderr, stdout or off
 
   /// From the environment; a value that cannot be read keeps the default and adds a line to
@@ -108,10 +112,40 @@ struct Named {
   std::uint64_t instances = 0, peak_held = 0;  ///< regions only
 };
 
-/// A point of the memory series: the most bytes held during a stretch of events.
-struct SeriesPoint {
-  double seconds = 0;
-  std::uint64_t temporaries = 0, others = 0;
+/// A column of the memory series: what was held during [begin, end) of the run, its least, its
+/// most and its value at the end. Between two columns nothing changed: the earlier one's last
+/// values were held.
+struct SeriesColumn {
+  double begin = 0, end = 0;  ///< seconds since the advisor started
+  std::uint64_t temporaries_min = 0, temporaries_max = 0, temporaries_last = 0;
+  std::uint64_t held_min = 0, held_max = 0, held_last = 0;  ///< temporaries and the rest
+};
+
+/// A call site (a label in a memory space) whose temporaries the replay serves, and what a
+/// buffer serving it would do: alone, and together with every site above it in Results::sites.
+struct Site {
+  std::string space, label;
+  std::uint64_t count = 0, bytes = 0;               ///< the site's allocations
+  std::uint64_t temporaries = 0;                    ///< of those, temporaries the replay serves
+  std::int64_t allocations_avoided = 0;             ///< by a buffer for this site alone
+  std::size_t capacity = 0;                         ///< that buffer's capacity
+  std::uint64_t fallbacks = 0;                      ///< that buffer's first-round fallbacks
+  std::size_t cumulative_capacity = 0;              ///< the buffer this site and those above need
+  std::int64_t cumulative_allocations_avoided = 0;  ///< by that buffer
+  std::uint64_t first_round_fallbacks = 0;          ///< that buffer's first-round fallbacks
+  std::uint64_t cumulative_fallbacks = 0;           ///< that buffer's fallbacks in all
+  std::uint64_t cumulative_regrows = 0;             ///< that buffer's regrowths
+};
+
+/// The temporaries one of the program's kbuf allocators served under one label: the part of a
+/// call site already adopted, beside the allocations of that label the program still makes.
+struct Adopted {
+  std::string space;      ///< the allocator's memory space (its buffer's), or its record space
+  std::string allocator;  ///< the record space, "kbuf:<allocator label>"
+  std::string label;      ///< the temporary's label
+  std::uint64_t temporaries = 0, bytes = 0, held = 0, peak_held = 0;
+  std::uint64_t left = 0;           ///< allocations of the program under this label and space
+  std::int64_t left_avoidable = 0;  ///< of those, avoided by a buffer for the site alone
 };
 
 struct Marker {
@@ -146,11 +180,17 @@ struct Results {
   std::uint64_t names_dropped = 0;  ///< events whose label or region went to "(other)"
   std::vector<ReplayResult> replays;
   std::array<std::uint64_t, static_cast<std::size_t>(Reason::count)> not_served{};
-  std::vector<SeriesPoint> series;
-  std::uint64_t series_stride = 1;  ///< events per point at most
-  std::vector<Marker> markers;      ///< starts of outermost regions (a sample if many)
-  std::uint64_t outer_regions = 0;  ///< outermost regions of the first thread, in all
-  std::vector<std::string> names;   ///< trace names
+  std::vector<Site> sites;           ///< most allocations avoided alone first
+  std::uint64_t sites_left_out = 0;  ///< served sites past KBUF_ADVISOR_SITES
+  /// Temporaries the per-site replays cover (all of them, unless KBUF_ADVISOR_SITE_EVENTS
+  /// stopped the stream first: then its start).
+  std::uint64_t site_stream_temporaries = 0;
+  std::vector<Adopted> adopted;      ///< most temporaries first
+  std::vector<SeriesColumn> series;  ///< columns in which something changed, in time order
+  double series_width = 0;           ///< seconds per column
+  std::vector<Marker> markers;       ///< starts of outermost regions (a sample if many)
+  std::uint64_t outer_regions = 0;   ///< outermost regions of the first thread, in all
+  std::vector<std::string> names;    ///< trace names
   std::vector<TraceEvent> trace;
   std::uint64_t trace_dropped = 0;
   std::size_t peak_pending = 0;  ///< most events in one host thread's queue

@@ -9,6 +9,7 @@
 
 #include <kbuf/impl/buffer_policy.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -73,6 +74,65 @@ class Replay {
   kbuf::Impl::BufferPolicy policy_;
   std::size_t alignment_;
   std::uint64_t first_round_fallbacks_ = 0;
+};
+
+/// One allocator of a replay of some call sites only: the whole replay's stream of temporaries
+/// (takes numbered in its order, and their frees) with the other sites' left out. A temporary
+/// freed while a newer one of these sites is held stays held until that one is freed too, as
+/// the whole replay holds it (a kbuf scope around both).
+class SiteReplay {
+ public:
+  explicit SiteReplay(std::size_t alignment) : replay_(alignment) {}
+
+  /// The take numbered `index` (ascending), of `nbytes`.
+  void take(std::uint64_t index, std::size_t nbytes) {
+    bool from_buffer = false;
+    const Replay::Point point = replay_.acquire(nbytes, from_buffer);
+    ++temporaries_;
+    if (from_buffer) ++from_buffer_;
+    if (nbytes != 0) held_.push_back(Held{index, point, false});
+  }
+
+  /// The free of the take numbered `index`; nothing if that take was not one of these sites'.
+  void free(std::uint64_t index) {
+    const auto it = std::lower_bound(held_.begin(), held_.end(), index,
+                                     [](const Held& h, std::uint64_t i) { return h.index < i; });
+    if (it == held_.end() || it->index != index) return;
+    it->dead = true;
+    while (!held_.empty() && held_.back().dead) {
+      replay_.release(held_.back().point);
+      held_.pop_back();
+    }
+  }
+
+  /// What a stretch of the stream repeated `times` more times adds, once a repetition of it
+  /// from an empty allocator left every number but these two as it found them: the same
+  /// placements again.
+  void repeat(std::uint64_t temporaries, std::uint64_t from_buffer, std::uint64_t times) {
+    temporaries_ += temporaries * times;
+    from_buffer_ += from_buffer * times;
+  }
+
+  /// Nothing held.
+  [[nodiscard]] bool empty() const noexcept { return held_.empty(); }
+  [[nodiscard]] const Replay& replay() const noexcept { return replay_; }
+  [[nodiscard]] std::uint64_t temporaries() const noexcept { return temporaries_; }
+  [[nodiscard]] std::uint64_t from_buffer() const noexcept { return from_buffer_; }
+  /// Temporaries carved from the buffer, less the buffers allocated.
+  [[nodiscard]] std::int64_t allocations_avoided() const noexcept {
+    return static_cast<std::int64_t>(from_buffer_) -
+           static_cast<std::int64_t>(replay_.policy().counters().regrows);
+  }
+
+ private:
+  struct Held {
+    std::uint64_t index;
+    Replay::Point point;
+    bool dead;
+  };
+  Replay replay_;
+  std::vector<Held> held_;  // ascending index
+  std::uint64_t temporaries_ = 0, from_buffer_ = 0;
 };
 
 }  // namespace kbuf_advisor

@@ -222,7 +222,7 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             depends_on(f"kokkos-kernels+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
 
     # kbuf-advisor writes its JSON with nlohmann-json (find_package(nlohmann_json) in src/advisor)
-    depends_on("nlohmann-json@3.2:", when="+advisor")
+    depends_on("nlohmann-json@3.9:", when="+advisor")
 
     # find_package(MPI COMPONENTS CXX) with KBUF_ENABLE_MPI
     depends_on("mpi", when="+mpi")
