@@ -40,7 +40,8 @@ enum class SizesFileStatus {
   none,        ///< no file was loaded (`KBUF_SIZES` unset, and no `load_sizes` call)
   ok,          ///< read or written whole
   missing,     ///< the file does not exist (yet): the first run
-  unreadable,  ///< the file exists but could not be read (a folder, permissions, an I/O error)
+  unreadable,  ///< the file exists but could not be read (permissions, an I/O error), or is
+               ///< not a regular file (a folder, a pipe, a device: refused without reading)
   malformed,   ///< not what kbuf writes: binary, garbage, numbers past 2^48, lines or files
                ///< longer than kbuf writes, duplicate or unknown entries
   truncated,   ///< cut short (no end line, or fewer entries than it counts)

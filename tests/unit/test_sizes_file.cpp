@@ -9,14 +9,18 @@
 #include <kbuf/impl/sizes_format.hpp>
 #include <kbuf/sizes_file.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -86,7 +90,23 @@ std::string file_of(const std::vector<std::string>& entries, const std::string& 
   return t + "end " + std::to_string(entries.size()) + "\n";
 }
 
-// The one-line message a file that cannot be used leaves, and nothing loaded.
+host_alloc::execution_space instance() {
+  return host_alloc::execution_space();
+}
+
+// Loads a good file holding 4096 bytes under the label "warm": an allocator so labelled starts
+// from them (shown, so that check_refused's allocator that does not shows the good file gone).
+void load_good(const std::string& folder) {
+  const std::string good = folder + "/good";
+  write_text(good, file_of({"allocator " + std::string(space::name()) + " warm 4096"}));
+  REQUIRE(kbuf::load_sizes(good).ok());
+  REQUIRE(kbuf::loaded_sizes().sizes.size() == 1);
+  host_alloc warm(instance(), 0, host_alloc::default_alignment, "warm");
+  REQUIRE(warm.capacity() == 4096);
+}
+
+// The one-line message a file that cannot be used leaves, and nothing loaded: not even the
+// sizes of the file loaded before it (load_good).
 void check_refused(const kbuf::SizesFileReport& r, kbuf::SizesFileStatus status,
                    const std::string& says) {
   CAPTURE(r.message);
@@ -98,14 +118,13 @@ void check_refused(const kbuf::SizesFileReport& r, kbuf::SizesFileStatus status,
   CHECK(r.message.find("learn their sizes as usual") != std::string::npos);
   CHECK(kbuf::loaded_sizes().sizes.empty());
   CHECK(kbuf::loaded_sizes().status == status);
+  host_alloc warm(instance(), 0, host_alloc::default_alignment, "warm");
+  CHECK(warm.capacity() == 0);
 }
 
 // Loads a good file first (so that a refused one visibly leaves nothing), then `text`.
 kbuf::SizesFileReport load_after_good(const std::string& folder, const std::string& text) {
-  const std::string good = folder + "/good";
-  write_text(good, file_of({"allocator Host warm 4096"}));
-  REQUIRE(kbuf::load_sizes(good).ok());
-  REQUIRE(kbuf::loaded_sizes().sizes.size() == 1);
+  load_good(folder);
   const std::string path = folder + "/sizes";
   write_text(path, text);
   return kbuf::load_sizes(path);
@@ -120,10 +139,6 @@ kbuf::Statistics workload(host_alloc& a, int steps, int n) {
     for (int k = 1; k <= n; ++k) (void)a.allocate<double*>(128 * k);
   }
   return a.statistics();
-}
-
-host_alloc::execution_space instance() {
-  return host_alloc::execution_space();
 }
 
 // One round of the workspace labelled `label` on `a` (guess 0 bytes); its report.
@@ -224,7 +239,7 @@ TEST_CASE("sizes file: entries under one label combine to the largest need, aren
 
 TEST_CASE("sizes file: a missing file loads nothing and says so in one line") {
   const std::string folder = fresh_folder();
-  REQUIRE(load_after_good(folder, file_of({})).ok());
+  load_good(folder);
   const kbuf::SizesFileReport missing = kbuf::load_sizes(folder + "/never-written");
   check_refused(missing, kbuf::SizesFileStatus::missing, "no such file");
 }
@@ -233,15 +248,47 @@ TEST_CASE(
     "sizes file: an unreadable file (a folder, a file without read permission) loads "
     "nothing and says so in one line") {
   const std::string folder = fresh_folder();
-  (void)load_after_good(folder, file_of({}));
-  check_refused(kbuf::load_sizes(folder), kbuf::SizesFileStatus::unreadable, "cannot read it");
+  load_good(folder);
+  check_refused(kbuf::load_sizes(folder), kbuf::SizesFileStatus::unreadable,
+                "cannot read it: it is a folder");
+  load_good(folder);
+  check_refused(kbuf::load_sizes("/dev/null"), kbuf::SizesFileStatus::unreadable,
+                "cannot read it: not a regular file");
 
+  load_good(folder);
   const std::string locked = folder + "/locked";
-  write_text(locked, file_of({"allocator Host warm 4096"}));
+  write_text(locked, file_of({"allocator " + std::string(space::name()) + " warm 8192"}));
   REQUIRE(::chmod(locked.c_str(), 0) == 0);
   REQUIRE(kbuf_test::obey_file_permissions());
   check_refused(kbuf::load_sizes(locked), kbuf::SizesFileStatus::unreadable,
                 "cannot open it: Permission denied");
+}
+
+TEST_CASE(
+    "sizes file: a pipe that no one writes is refused at once, without waiting for a "
+    "writer") {
+  const std::string folder = fresh_folder();
+  const std::string pipe = folder + "/pipe";
+  REQUIRE(::mkfifo(pipe.c_str(), 0644) == 0);
+  // A reader that opened the pipe would wait for a writer for good: this thread stands in for
+  // one (it opens and closes the write end as soon as a reader waits), so that a load that
+  // waits ends, with an empty file, and fails the check instead of hanging the test.
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    while (!done.load()) {
+      const int fd = ::open(pipe.c_str(), O_WRONLY | O_NONBLOCK);  // ENXIO: no reader yet
+      if (fd >= 0) {
+        ::close(fd);
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  load_good(folder);
+  const kbuf::SizesFileReport r = kbuf::load_sizes(pipe);
+  done = true;
+  writer.join();
+  check_refused(r, kbuf::SizesFileStatus::unreadable, "cannot read it: not a regular file");
 }
 
 TEST_CASE("sizes file: a truncated file loads nothing and says so in one line") {

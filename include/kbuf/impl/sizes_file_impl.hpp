@@ -27,6 +27,8 @@
 #include <kbuf/sizes_file.hpp>
 
 #if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
 
@@ -137,18 +139,44 @@ struct FileText {
   std::string why;  // for missing and unreadable
 };
 
-/// Reads at most `sizes_max_file_bytes` + 1 bytes of `path` (a longer file is refused by the
-/// parser without being read whole).
-inline FileText read_sizes_text(const std::string& path) {
-  FileText r;
+/// Opens `path` for reading if it is a regular file; else null, with `r` saying why. A pipe or
+/// a device is refused without waiting: opening a pipe that no one writes would block the
+/// program for good, and a device may never end.
+inline std::FILE* open_sizes_file(const std::string& path, FileText& r) {
   errno = 0;
+#if defined(__unix__) || defined(__APPLE__)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  struct stat st;
+  const bool opened = fd >= 0;
+  if (opened && ::fstat(fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    r.status = SizesFileStatus::unreadable;
+    r.why = S_ISDIR(st.st_mode)
+                ? "cannot read it: it is a folder"
+                : "cannot read it: not a regular file (a pipe, a socket or a device)";
+    return nullptr;
+  }
+  // Blocking reads from here on (a regular file ignores the flag; cleared all the same).
+  if (opened) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::FILE* f = opened ? ::fdopen(fd, "rb") : nullptr;
+  if (opened && f == nullptr) ::close(fd);
+#else
   std::FILE* f = std::fopen(path.c_str(), "rb");
+#endif
   if (f == nullptr) {
     const int e = errno;
     r.status = e == ENOENT ? SizesFileStatus::missing : SizesFileStatus::unreadable;
     r.why = e == ENOENT ? "no such file" : concat("cannot open it: ", std::strerror(e));
-    return r;
   }
+  return f;
+}
+
+/// Reads at most `sizes_max_file_bytes` + 1 bytes of `path` (a longer file is refused by the
+/// parser without being read whole).
+inline FileText read_sizes_text(const std::string& path) {
+  FileText r;
+  std::FILE* f = open_sizes_file(path, r);
+  if (f == nullptr) return r;
   char chunk[65536];
   while (r.text.size() <= sizes_max_file_bytes) {
     const std::size_t n = std::fread(chunk, 1, sizeof chunk, f);
