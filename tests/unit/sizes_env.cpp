@@ -1,8 +1,10 @@
 // KBUF_SIZES in a whole process, for check_sizes_env.cmake: a labelled allocator runs a workload
 // whose need grows inside each step (a first run falls back and regrows), with a labelled
-// workspace on it (a first round from a guess of 0 bytes falls back), and prints what they
-// needed: "fallbacks F regrows R workspace_fallbacks W". KBUF_SIZES is read when the allocator
-// is made and written at Kokkos::finalize.
+// workspace on it (a first round from a guess of 0 bytes falls back); a labelled pool's
+// allocator and the process allocator run the workload's temporaries too. It prints what they
+// needed: "fallbacks F regrows R workspace_fallbacks W" (the allocator and its workspace), then
+// "pool and process allocator: fallbacks F regrows R". KBUF_SIZES is read when the first
+// labelled allocator is made and written at Kokkos::finalize.
 //   kbuf-test-sizes-env                       the run
 //   kbuf-test-sizes-env --write-bad KIND FILE writes a sizes file that cannot be used, and exits
 //   kbuf-test-sizes-env --unreadable FILE     the run, FILE of mode 0 (and permissions obeyed)
@@ -24,6 +26,17 @@ namespace {
 using space = kbuf::default_memory_space;
 using exec = space::execution_space;
 using alloc_type = kbuf::BufferAllocator<space>;
+
+// Three steps, each with temporaries of 1 to 24 KiB live at once; `a`'s fallbacks and
+// regrowths added to the counts.
+void temporaries(alloc_type& a, std::size_t& fallbacks, std::size_t& regrows) {
+  for (int step = 0; step < 3; ++step) {
+    auto scope = a.scope();
+    for (int k = 1; k <= 24; ++k) (void)a.allocate<double*>(128 * k);
+  }
+  fallbacks += a.statistics().fallbacks;
+  regrows += a.statistics().regrows;
+}
 
 // A sizes file of this program, with one good entry, as `kind` spoils it.
 bool write_bad(const std::string& kind, const std::string& path) {
@@ -72,6 +85,7 @@ int main(int argc, char** argv) {
   int kokkos_argc = 1;  // Kokkos sees no options of this program
   Kokkos::ScopeGuard guard(kokkos_argc, argv);
   std::size_t fallbacks = 0, regrows = 0, workspace_fallbacks = 0;
+  std::size_t other_fallbacks = 0, other_regrows = 0;
   long long wrong_entries = 0;
   {
     alloc_type a(exec(), 0, alloc_type::default_alignment, "sizes-env");
@@ -90,6 +104,11 @@ int main(int argc, char** argv) {
     regrows = a.statistics().regrows;
     Kokkos::deep_copy(wrong_entries, Kokkos::subview(wrong, 0));
   }
+  {  // a pool saves under its own label, and the process allocator under its own
+    kbuf::AllocatorPool<space> pool(0, alloc_type::default_alignment, "sizes-env pool");
+    temporaries(pool.local(), other_fallbacks, other_regrows);
+    temporaries(kbuf::process_allocator<space>(), other_fallbacks, other_regrows);
+  }
   if (wrong_entries != 0) {
     std::fprintf(stderr, "kbuf-test-sizes-env: %lld workspace entries read back wrong\n",
                  wrong_entries);
@@ -97,5 +116,7 @@ int main(int argc, char** argv) {
   }
   std::printf("fallbacks %zu regrows %zu workspace_fallbacks %zu\n", fallbacks, regrows,
               workspace_fallbacks);
+  std::printf("pool and process allocator: fallbacks %zu regrows %zu\n", other_fallbacks,
+              other_regrows);
   return 0;
 }

@@ -122,6 +122,12 @@ void check_refused(const kbuf::SizesFileReport& r, kbuf::SizesFileStatus status,
   CHECK(warm.capacity() == 0);
 }
 
+// An entry for the label "warm" of another size than load_good's: a bad file holds it before
+// its defect, so that a file loaded in part would show in check_refused's allocator.
+std::string warm_entry() {
+  return "allocator " + std::string(space::name()) + " warm 8192";
+}
+
 // Loads a good file first (so that a refused one visibly leaves nothing), then `text`.
 kbuf::SizesFileReport load_after_good(const std::string& folder, const std::string& text) {
   load_good(folder);
@@ -293,7 +299,7 @@ TEST_CASE(
 
 TEST_CASE("sizes file: a truncated file loads nothing and says so in one line") {
   const std::string folder = fresh_folder();
-  const std::string whole = file_of({"allocator Host a 4096", "allocator Host b 8192"});
+  const std::string whole = file_of({warm_entry(), "allocator Host b 8192"});
   // Cut in the middle of an entry, before the end line, and an end line counting more entries.
   check_refused(load_after_good(folder, whole.substr(0, whole.find("b 81"))),
                 kbuf::SizesFileStatus::truncated, "ends in the middle of this line");
@@ -331,19 +337,25 @@ TEST_CASE(
     "nothing and says so in one line") {
   const std::string folder = fresh_folder();
   using S = kbuf::SizesFileStatus;
-  check_refused(load_after_good(folder, file_of({"allocator Host a 281474976710657"})),
+  // Each defect after a good entry (warm_entry): a file is used whole or not at all.
+  const auto after_warm = [](const std::vector<std::string>& entries) {
+    std::vector<std::string> all{warm_entry()};
+    all.insert(all.end(), entries.begin(), entries.end());
+    return file_of(all);
+  };
+  check_refused(load_after_good(folder, after_warm({"allocator Host a 281474976710657"})),
                 S::malformed, "is not a number from 0 to 2^48");
-  check_refused(load_after_good(folder, file_of({"allocator Host a 99999999999999999999999"})),
+  check_refused(load_after_good(folder, after_warm({"allocator Host a 99999999999999999999999"})),
                 S::malformed, "is not a number from 0 to 2^48");
-  check_refused(load_after_good(folder, file_of({"allocator Host a -5"})), S::malformed,
+  check_refused(load_after_good(folder, after_warm({"allocator Host a -5"})), S::malformed,
                 "is not a number");
-  check_refused(load_after_good(folder, file_of({"workspace Host w 10 0 0 0 64x5 32x5"})),
+  check_refused(load_after_good(folder, after_warm({"workspace Host w 10 0 0 0 64x5 32x5"})),
                 S::malformed, "not in increasing order");
-  check_refused(load_after_good(folder, file_of({"workspace Host w 10 0 0 0 64x0"})), S::malformed,
-                "is not a level");
-  check_refused(load_after_good(folder, file_of({"allocator Host a 1", "allocator Host a 2"})),
+  check_refused(load_after_good(folder, after_warm({"workspace Host w 10 0 0 0 64x0"})),
+                S::malformed, "is not a level");
+  check_refused(load_after_good(folder, after_warm({"allocator Host a 1", "allocator Host a 2"})),
                 S::malformed, "a second 'allocator' entry for 'a'");
-  check_refused(load_after_good(folder, file_of({"buffer Host a 4096"})), S::malformed,
+  check_refused(load_after_good(folder, after_warm({"buffer Host a 4096"})), S::malformed,
                 "is not an entry");
   check_refused(load_after_good(folder, "<html><body>not this</body></html>\n"), S::malformed,
                 "not a kbuf sizes file");
@@ -355,7 +367,7 @@ TEST_CASE(
       S::malformed, "more than any line kbuf writes");
   check_refused(load_after_good(folder, std::string(17 << 20, '#')), S::malformed,
                 "more than any sizes file kbuf writes");
-  check_refused(load_after_good(folder, file_of({"allocator Host a%zz 4096"})), S::malformed,
+  check_refused(load_after_good(folder, after_warm({"allocator Host a%zz 4096"})), S::malformed,
                 "is not an escaped name");
 }
 
@@ -555,8 +567,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "sizes file: saved workspace sizes past size_t or past the allocator's limit are not "
-    "used: the workspace learns from the guess") {
+    "sizes file: saved workspace sizes no memory holds (2^48 bytes an arena) or past the "
+    "allocator's limit are not used: the workspace learns from the guess") {
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   const std::string sp = space::name();
