@@ -28,6 +28,7 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/passthrough.hpp>
+#include <kbuf/impl/sizes_hooks.hpp>
 #include <kbuf/impl/tools.hpp>
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
@@ -455,8 +456,12 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// for. Alignment slack and Kokkos' allocation headers are not counted. `SIZE_MAX` (the
   /// default) is no limit. A request of more than 2^62 bytes is refused as more than any
   /// address space holds before the limit is asked, and changes nothing.
+  /// Where the buffer was taken at a saved size (kbuf/sizes_file.hpp) and is still that size,
+  /// and the allocator is empty, the buffer shrinks to the largest `buffer_size` under `nbytes`
+  /// instead: saved sizes never pass a limit.
   /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
   void limit(std::size_t nbytes) {
+    if (nbytes < held()) Impl::SizesHooks<MemorySpace>::yield_saved_buffer(*this, nbytes);
     KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",
                  label_, "': it holds ", held(), " bytes (a buffer of ", capacity_, " and ",
                  fallback_held_,
@@ -549,7 +554,8 @@ class BufferAllocator final : private Impl::BufferPolicy {
   template <class ExecSpace>
   Workspace<MemorySpace> make_workspace(const char* call, const ExecSpace& instance,
                                         std::size_t slots, std::size_t bytes, std::size_t spill,
-                                        std::size_t fallback, bool team, std::string label);
+                                        std::size_t fallback, bool team, std::string label,
+                                        bool saved = true);
 
   // What each workspace label learned (stable addresses: workspaces point at their record).
   std::map<std::string, Impl::WorkspaceLearning> learned_;
@@ -577,6 +583,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   friend class AllocatorPool;
   template <class>
   friend class use;
+  friend struct Impl::SizesHooks<MemorySpace>;  // saved sizes (kbuf/sizes_file.hpp)
   friend struct Impl::CurrentAccess;
 
   // A labelled temporary while a Kokkos Tools reporter is set: the label names its record.
@@ -940,6 +947,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
                                                        // not turn reports off
   std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
                                        // addresses (take_exact)
+  Impl::SizesLink<MemorySpace> sizes_{*this};  // saved sizes (kbuf/sizes_file.hpp); made last
 };
 
 }  // namespace kbuf

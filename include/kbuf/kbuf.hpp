@@ -13,6 +13,7 @@
 #include <kbuf/current.hpp>
 #include <kbuf/errors.hpp>
 #include <kbuf/sizes.hpp>
+#include <kbuf/sizes_file.hpp>
 #include <kbuf/statistics.hpp>
 #include <kbuf/workspace.hpp>
 

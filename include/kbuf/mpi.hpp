@@ -9,7 +9,9 @@
 /// - `kbuf::mpi::RequestGuard`: the nonblocking requests of a set of temporaries, completed
 ///   before the temporaries can be released (the halo exchange's guard);
 /// - `kbuf::mpi::shared_indices` and `kbuf::mpi::gather_ordered`: independent jobs shared
-///   round-robin among the ranks, and their output lines gathered on one rank in job order.
+///   round-robin among the ranks, and their output lines gathered on one rank in job order;
+/// - `kbuf::mpi::share_sizes`, `load_sizes` and `save_sizes`: one sizes file for all ranks
+///   (kbuf/sizes_file.hpp), read once and written once, the ranks' sizes combined.
 ///
 /// Every call needs MPI initialised and not finalised (`kbuf::logic_error` otherwise). A failed
 /// MPI call (with an error handler that returns, such as `MPI_ERRORS_RETURN`) raises
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iomanip>
 #include <limits>
 #include <ostream>
@@ -40,6 +43,7 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/mpi_support.hpp>
+#include <kbuf/sizes_file.hpp>
 #include <kbuf/statistics.hpp>
 
 namespace kbuf {
@@ -462,6 +466,177 @@ inline std::vector<std::string> gather_ordered(
   texts.reserve(pairs.size());
   for (auto& p : pairs) texts.push_back(std::move(p.second));
   return texts;
+}
+
+}  // namespace mpi
+
+// ---- One sizes file for all ranks ----------------------------------------------------------
+
+namespace Impl {
+
+/// `text` on every rank of `comm` as `root` has it.
+inline void bcast_text(std::string& text, int root, MPI_Comm comm, const char* call) {
+  unsigned long long n = text.size();
+  kbuf::Impl::mpi_check(MPI_Bcast(&n, 1, MPI_UNSIGNED_LONG_LONG, root, comm), call, "MPI_Bcast");
+  KBUF_EXPECTS(n <= static_cast<unsigned long long>(std::numeric_limits<int>::max()), call, ": ", n,
+               " bytes are more than one MPI message can count");
+  text.resize(static_cast<std::size_t>(n));
+  kbuf::Impl::mpi_check(MPI_Bcast(&text[0], static_cast<int>(n), MPI_CHAR, root, comm), call,
+                        "MPI_Bcast");
+}
+
+/// The file `path` as rank 0 of `comm` read it, on every rank.
+inline kbuf::Impl::FileText bcast_file(const std::string& path, MPI_Comm comm, const char* call) {
+  int rank = 0;
+  kbuf::Impl::mpi_check(MPI_Comm_rank(comm, &rank), call, "MPI_Comm_rank");
+  kbuf::Impl::FileText f;
+  if (rank == 0) f = kbuf::Impl::read_sizes_text(path);
+  int status = static_cast<int>(f.status);
+  kbuf::Impl::mpi_check(MPI_Bcast(&status, 1, MPI_INT, 0, comm), call, "MPI_Bcast");
+  f.status = static_cast<SizesFileStatus>(status);
+  bcast_text(f.text, 0, comm, call);
+  bcast_text(f.why, 0, comm, call);
+  return f;
+}
+
+/// Saves what the ranks of `comm` learned, combined, from rank 0; every rank gets its report.
+inline SizesFileReport save_ranks_sizes(const std::string& path, MPI_Comm comm, bool from_env,
+                                        const char* call) {
+  kbuf::Impl::SizesState& st = kbuf::Impl::sizes_state();
+  std::string mine;
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    mine =
+        kbuf::Impl::format_sizes(kbuf::Impl::to_save_locked(st), kbuf::Impl::sizes_program_name());
+  }
+  int rank = 0;
+  kbuf::Impl::mpi_check(MPI_Comm_rank(comm, &rank), call, "MPI_Comm_rank");
+  const std::vector<std::string> all = kbuf::mpi::gather_ordered({{0, mine}}, comm, 0);
+  kbuf::Impl::SizesTable combined;
+  SizesFileReport r;
+  std::string combined_text;
+  if (rank == 0) {
+    for (const std::string& text : all) {
+      const kbuf::Impl::ParsedSizes p =
+          kbuf::Impl::parse_sizes(text, kbuf::Impl::sizes_program_name());
+      kbuf::Impl::combine_tables(combined, p.table);  // written by kbuf above: whole
+    }
+    r = kbuf::Impl::write_sizes_table(path, combined, from_env);
+    combined_text = kbuf::Impl::format_sizes(combined, kbuf::Impl::sizes_program_name());
+  }
+  int status = static_cast<int>(r.status);
+  kbuf::Impl::mpi_check(MPI_Bcast(&status, 1, MPI_INT, 0, comm), call, "MPI_Bcast");
+  bcast_text(r.message, 0, comm, call);
+  bcast_text(combined_text, 0, comm, call);
+  r.path = path;
+  r.status = static_cast<SizesFileStatus>(status);
+  if (r.ok()) {
+    r.sizes = kbuf::Impl::saved_sizes_of(
+        kbuf::Impl::parse_sizes(combined_text, kbuf::Impl::sizes_program_name()).table);
+  }
+  return r;
+}
+
+}  // namespace Impl
+
+namespace mpi {
+
+/// As `kbuf::load_sizes(path)` on every rank of `comm`, with one reading of the file: rank 0
+/// reads it and sends it to the others, so that every rank starts from the same sizes and gets
+/// the same report. Collective. Prints nothing.
+/// @throws kbuf::logic_error if `path` is empty or MPI is not running; nothing changes then.
+/// @throws kbuf::mpi::error if an MPI call fails.
+inline SizesFileReport load_sizes(const std::string& path, MPI_Comm comm) {
+  constexpr const char* call = "kbuf::mpi::load_sizes";
+  kbuf::Impl::expect_sizes_path(call, path);
+  Impl::expect_mpi_running(call);
+  const kbuf::Impl::FileText f = Impl::bcast_file(path, comm, call);
+  kbuf::Impl::SizesState& st = kbuf::Impl::sizes_state();
+  std::lock_guard<std::mutex> lock(st.mutex);
+  kbuf::Impl::read_environment_locked(st);
+  return kbuf::Impl::install_loaded(st, path, f, false);
+}
+
+/// As `kbuf::save_sizes(path)` for all ranks of `comm` together: what each rank learned (and
+/// the loaded entries it did not use) is sent to rank 0, combined (the largest high-water mark
+/// per label, workspace needs of all ranks' arenas together) and written once, by rank 0,
+/// through a temporary file renamed over `path`. Collective; every rank gets rank 0's report.
+/// Prints nothing.
+/// @throws kbuf::logic_error if `path` is empty or MPI is not running; nothing is written then.
+/// @throws kbuf::mpi::error if an MPI call fails.
+inline SizesFileReport save_sizes(const std::string& path, MPI_Comm comm) {
+  constexpr const char* call = "kbuf::mpi::save_sizes";
+  kbuf::Impl::expect_sizes_path(call, path);
+  Impl::expect_mpi_running(call);
+  return Impl::save_ranks_sizes(path, comm, false, call);
+}
+
+/// `KBUF_SIZES=FILE` for the ranks of `comm` together: rank 0 reads FILE (and says what is
+/// wrong with it, in one line on stderr), every rank starts from its sizes, and at
+/// `Kokkos::finalize` the ranks' sizes are combined and written once, by rank 0 (see
+/// `save_sizes(path, comm)`). Without it, each rank of an MPI program reads and writes FILE on
+/// its own, and the last rank to finish decides what it holds. Collective: call it on every
+/// rank of `comm`, once, after `Kokkos::initialize` (and `MPI_Init`), before `Kokkos::finalize`
+/// (which then communicates over a copy of `comm`: MPI must still run, as it does for a program
+/// that finalizes Kokkos before MPI). Returns the load's report; status `none`, and nothing
+/// else done, when `KBUF_SIZES` is unset on rank 0.
+/// @throws kbuf::logic_error if MPI or Kokkos is not running, or if called a second time.
+/// @throws kbuf::mpi::error if an MPI call fails.
+inline SizesFileReport share_sizes(MPI_Comm comm) {
+  constexpr const char* call = "kbuf::mpi::share_sizes";
+  Impl::expect_mpi_running(call);
+  KBUF_EXPECTS(Kokkos::is_initialized(), call,
+               ": Kokkos is not initialized; call it between Kokkos::initialize and "
+               "Kokkos::finalize");
+  kbuf::Impl::SizesState& st = kbuf::Impl::sizes_state();
+  {
+    std::lock_guard<std::mutex> lock(st.mutex);
+    KBUF_EXPECTS(!st.saver, call, ": called a second time; the ranks share KBUF_SIZES already");
+  }
+  int rank = 0;
+  Impl::mpi_check(MPI_Comm_rank(comm, &rank), call, "MPI_Comm_rank");
+  std::string path;
+  if (rank == 0) {
+    const char* value = std::getenv("KBUF_SIZES");
+    if (value != nullptr) path = value;
+  }
+  Impl::bcast_text(path, 0, comm, call);
+  if (path.empty()) return SizesFileReport{};
+  const kbuf::Impl::FileText f = Impl::bcast_file(path, comm, call);
+  MPI_Comm shared = MPI_COMM_NULL;
+  Impl::mpi_check(MPI_Comm_dup(comm, &shared), call, "MPI_Comm_dup");
+  std::lock_guard<std::mutex> lock(st.mutex);
+  st.env_read = true;  // this rank does not read KBUF_SIZES on its own
+  st.env_path = path;
+  const SizesFileReport r = kbuf::Impl::install_loaded(st, path, f, true);
+  if (rank == 0 && !r.ok()) std::fprintf(stderr, "%s\n", r.message.c_str());
+  st.saver = [shared, path, rank]() mutable {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized != 0) {  // no one to combine with: rank 0's own sizes
+      if (rank != 0) return;
+      kbuf::Impl::SizesState& s = kbuf::Impl::sizes_state();
+      kbuf::Impl::SizesTable table;
+      {
+        std::lock_guard<std::mutex> l(s.mutex);
+        table = kbuf::Impl::to_save_locked(s);
+      }
+      const SizesFileReport w = kbuf::Impl::write_sizes_table(path, table, true);
+      std::fprintf(stderr, "%s\n",
+                   (w.ok() ? "kbuf: KBUF_SIZES=" + path +
+                                 ": MPI was finalized before Kokkos: rank 0 saved its own sizes "
+                                 "only"
+                           : w.message)
+                       .c_str());
+      return;
+    }
+    const SizesFileReport w =
+        Impl::save_ranks_sizes(path, shared, true, "kbuf::mpi::share_sizes (at Kokkos::finalize)");
+    if (rank == 0 && !w.ok()) std::fprintf(stderr, "%s\n", w.message.c_str());
+    MPI_Comm_free(&shared);
+  };
+  kbuf::Impl::push_sizes_hook_locked(st);
+  return r;
 }
 
 }  // namespace mpi

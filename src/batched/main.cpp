@@ -77,7 +77,11 @@ void usage(std::FILE* out) {
       "  1  a wrong result (or a batch whose conditioning does not justify the tolerance)\n"
       "  2  a bad option\n"
       "  3  out of memory\n"
-      "  4  any other error\n",
+      "  4  any other error\n"
+      "Environment:\n"
+      "  KBUF_SIZES=FILE  the workspaces and their allocators start from the sizes an earlier\n"
+      "                  run saved in FILE (first rounds complete, no fallback, no regrowth),\n"
+      "                  and what this run learns is saved there at the end\n",
       kbuf_batched::tolerance, kbuf_batched::RunOptions{}.max_rounds);
 }
 
@@ -137,9 +141,11 @@ std::string kernels_version() {
 }
 
 // One table of strategies; true when all of them are right.
+// `learning` gains the kbuf workspaces' fallbacks while learning and their allocators'
+// fallbacks and regrowths.
 bool print_table(const char* title, const char* const* methods, unsigned run,
                  const std::vector<StrategyResult>& rows, const kbuf_batched::Batch& b,
-                 const kbuf_batched::Reference& ref) {
+                 const kbuf_batched::Reference& ref, std::size_t learning[2]) {
   std::printf("%s: %s, %s, %s\n", title, methods[0], methods[1], methods[2]);
   const StrategyResult* slots = nullptr;
   for (const StrategyResult& r : rows) {
@@ -155,6 +161,8 @@ bool print_table(const char* title, const char* const* methods, unsigned run,
                   r.bytes, bytes_ratio, "-", "-", "-", "-", r.note.c_str());
       continue;
     }
+    learning[0] += r.fallbacks + r.allocator_fallbacks;
+    learning[1] += r.allocator_regrows;
     kbuf_batched::Errors worst;
     std::string per_method;
     for (int k = 0; k < kbuf_batched::method_count; ++k) {
@@ -213,6 +221,7 @@ int run(const Options& o) {
       "%.1e\n",
       ref.max_kappa, kbuf_batched::tolerance, worst_bound);
   bool good = true;
+  std::size_t learning[2] = {0, 0};  // kbuf's fallbacks and regrowths
   if (!(worst_bound <= kbuf_batched::tolerance)) {
     std::printf("the batch's conditioning does not justify the tolerance %.0e\n",
                 kbuf_batched::tolerance);
@@ -220,13 +229,14 @@ int run(const Options& o) {
   }
   if (o.team) {
     good = print_table("per team (TeamPolicy, an entry per team)", kbuf_batched::team_methods,
-                       o.run.methods, runner.team(o.run), b, ref) &&
+                       o.run.methods, runner.team(o.run), b, ref, learning) &&
            good;
   }
   if (o.thread) {
 #if KBUF_BATCHED_THREAD_SOLVERS
     good = print_table("per thread (RangePolicy + UniqueToken, an entry per thread)",
-                       kbuf_batched::thread_methods, o.run.methods, runner.thread(o.run), b, ref) &&
+                       kbuf_batched::thread_methods, o.run.methods, runner.thread(o.run), b, ref,
+                       learning) &&
            good;
 #else
     std::printf(
@@ -234,6 +244,10 @@ int run(const Options& o) {
         kernels_version().c_str());
 #endif
   }
+  std::fputs(kbuf_cli::sizes_line(kbuf::loaded_sizes(), "the kbuf workspaces and their allocators",
+                                  learning[0], learning[1])
+                 .c_str(),
+             stdout);
   std::printf("%s: every fit %s LAPACK's dgels and the polynomial within %.0e\n",
               good ? "ok" : "FAILED", good ? "agrees with" : "does not agree with",
               kbuf_batched::tolerance);

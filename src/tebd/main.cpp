@@ -130,6 +130,11 @@ void usage(std::FILE* out) {
       "with its own pools (--threads works inside a rank); rank 0 prints every run in field\n"
       "order and the kbuf statistics reduced over the ranks, and writes the CSV and trace\n"
       "files. Every rank exits with the same status.\n"
+      "Environment:\n"
+      "  KBUF_SIZES=FILE   kbuf's allocators start from the sizes an earlier run saved in FILE\n"
+      "                    (no fallback, no regrowth where that run had them), and what this\n"
+      "                    run learns is saved there at the end (under mpirun: the ranks'\n"
+      "                    sizes combined, written once by rank 0)\n"
       "Exit status:\n"
       "  0  every run met its accuracy target, all strategies agree within %.0e (relative), and\n"
       "     kbuf needed no fallback after warm-up (the bond dimension at its largest and\n"
@@ -416,6 +421,18 @@ void agree(std::vector<int>& flags, const Ranks& ranks) {
   (void)ranks;
 }
 
+// Each count summed over the ranks, on every rank.
+void sum_over_ranks(std::vector<unsigned long long>& counts, const Ranks& ranks) {
+#if KBUF_TEBD_MPI
+  if (ranks.size > 1) {
+    MPI_Allreduce(MPI_IN_PLACE, counts.data(), static_cast<int>(counts.size()),
+                  MPI_UNSIGNED_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
+  }
+#endif
+  (void)counts;
+  (void)ranks;
+}
+
 #if KBUF_TEBD_MPI
 // The counters of this rank's kbuf runs as one pool's: summed, the peaks the largest.
 kbuf::Statistics combined(const std::vector<Job>& jobs) {
@@ -654,6 +671,13 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
                 o.quick ? "quick" : "default", spread.c_str());
     std::fflush(stdout);
   }
+  // KBUF_SIZES: the sizes an earlier run saved (rank 0 reads the file for every rank), and what
+  // this run learns saved there at Kokkos::finalize (the ranks' combined).
+#if KBUF_TEBD_MPI
+  const kbuf::SizesFileReport sizes = kbuf::mpi::share_sizes(MPI_COMM_WORLD);
+#else
+  const kbuf::SizesFileReport sizes = kbuf::loaded_sizes();
+#endif
 
   // This rank's jobs in output order: its fields, then strategies.
   std::vector<Job> jobs;
@@ -756,6 +780,20 @@ int run(Options o, const Ranks& ranks, bool threads_may_run) {
 #else
   (void)late_fallbacks;
 #endif
+
+  // What the kbuf runs needed: with KBUF_SIZES from an earlier run, nothing from the first step.
+  std::vector<unsigned long long> learning{0, 0};  // fallbacks, regrowths
+  for (const Job& job : jobs) {
+    if (job.strategy != TemporaryPolicy::kbuf || !job.error.empty()) continue;
+    learning[0] += job.statistics.fallbacks;
+    learning[1] += job.statistics.regrows;
+  }
+  sum_over_ranks(learning, ranks);
+  if (ranks.root()) {
+    std::fputs(kbuf_cli::sizes_line(sizes, "the kbuf runs", learning[0], learning[1]).c_str(),
+               stdout);
+    std::fflush(stdout);
+  }
 
   const std::vector<std::string> csv_rows = gather_in_order(std::move(rows), ranks);
   const std::vector<std::string> trace_texts = gather_in_order(std::move(traces), ranks);

@@ -43,6 +43,7 @@ inline int run_doctest(int argc, char** argv, bool minimal = false) {
   // switch sets it itself (kbuf_test::ScopedEnv; null: unset, the configured default).
   ::setenv("KBUF_PASSTHROUGH", "0", 1);
   ::setenv("KBUF_TOOLS_REPORT", "1", 1);
+  ::unsetenv("KBUF_SIZES");  // no saved sizes: every allocator learns from its sizehint
   doctest::Context context;
   context.applyCommandLine(argc, argv);
   if (minimal) context.setOption("minimal", true);

@@ -21,6 +21,7 @@ void BufferAllocator<MemorySpace>::init(std::size_t sizehint) {
     reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
   }
   grow_marks(initial_mark_capacity);
+  if (Impl::SizesHooks<MemorySpace>::take_saved_buffer(*this, capacity)) return;  // KBUF_SIZES
   charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
   try {
     take_buffer(capacity, "kbuf::BufferAllocator");

@@ -303,7 +303,7 @@ template <class MemorySpace>
 template <class ExecSpace>
 Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
     const char* call, const ExecSpace& instance, std::size_t slots, std::size_t bytes,
-    std::size_t spill_guess, std::size_t fallback_guess, bool team, std::string label) {
+    std::size_t spill_guess, std::size_t fallback_guess, bool team, std::string label, bool saved) {
   static_assert(Kokkos::is_execution_space<ExecSpace>::value,
                 "kbuf::BufferAllocator::workspace: the policy's execution_space must be a Kokkos "
                 "execution space");
@@ -331,6 +331,15 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   const auto found = learned_.find(label);
   const bool learned = found != learned_.end() && found->second.learned;
   const std::size_t unit = alignment_ > 64 ? alignment_ : 64;
+  // KBUF_SIZES: a label this allocator has not learned starts from the needs an earlier run
+  // saved, if any, as if it had learned them.
+  Impl::WorkspaceNeeds saved_needs;
+  const bool from_saved =
+      !learned && saved &&
+      Impl::SizesHooks<MemorySpace>::saved_needs(*this, label, slots, unit, saved_needs);
+  const Impl::WorkspaceNeeds* needs = learned      ? &found->second.needs
+                                      : from_saved ? &saved_needs
+                                                   : nullptr;
   std::size_t slot_bytes = bytes;
   std::size_t lane = spill_guess;
   std::size_t lanes = spill_guess != 0 ? 1 : 0;
@@ -338,13 +347,13 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   // every lane taken, where no heap backs the region (a device, or a host run emulating one).
   std::size_t region_blocks = 0;
   std::size_t region_block = 0;
-  if (learned) {
-    const Impl::WorkspaceSizes sizes = Impl::workspace_sizes(found->second.needs, slots, unit);
+  if (needs != nullptr) {
+    const Impl::WorkspaceSizes sizes = Impl::workspace_sizes(*needs, slots, unit);
     slot_bytes = sizes.slot_bytes;
     lanes = sizes.lanes;
     lane = sizes.lane_bytes;
     if (Impl::heapless<ExecSpace>()) {
-      const Impl::RerunFallback r = Impl::rerun_fallback(found->second.needs, sizes, slots, unit);
+      const Impl::RerunFallback r = Impl::rerun_fallback(*needs, sizes, slots, unit);
       region_blocks = r.blocks;
       region_block = r.block_bytes;
     }
@@ -426,6 +435,12 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   const Layout at = layout(chunks, shift);
   const std::size_t header_raw = at.header_raw;
   const std::size_t total = at.total;
+  // Saved needs are taken only where the workspace they size fits the buffer, now or once an
+  // empty allocator's buffer is grown within its limits: else the sizes asked, as without them.
+  if (from_saved && !Impl::SizesHooks<MemorySpace>::room_for(*this, total + padding)) {
+    return make_workspace<ExecSpace>(call, instance, slots, bytes, spill_guess, fallback_guess,
+                                     team, std::move(label), false);
+  }
   // The label's record first (with room to list this workspace), so that nothing can fail once
   // the memory is taken; a record made here is dropped again if the memory cannot be had.
   const auto made = learned_.try_emplace(std::move(label));

@@ -31,7 +31,9 @@ struct StrategyResult {
   int failed = 0;               ///< entries not fitted in the timed runs
   std::size_t fallbacks = 0;    ///< a workspace's takes served outside its slots and lanes while
                                 ///< it learned (its rounds), where the workspace reports them
-  std::vector<std::vector<double>> x;  ///< host copies of the fits, one per solver (last run)
+  std::size_t allocator_fallbacks = 0;  ///< a workspace's allocator: fallbacks, all runs
+  std::size_t allocator_regrows = 0;    ///< and regrowths of its buffer
+  std::vector<std::vector<double>> x;   ///< host copies of the fits, one per solver (last run)
   std::string note;
   /// The median of the timed runs.
   double median_seconds() const {
@@ -96,7 +98,8 @@ class Runner {
     std::vector<Plan> plans;
 
     // kbuf workspace.
-    auto alloc = std::make_shared<kbuf::BufferAllocator<Space>>(instance_, 0);
+    auto alloc = std::make_shared<kbuf::BufferAllocator<Space>>(
+        instance_, 0, kbuf::BufferAllocator<Space>::default_alignment, "kbuf_batched team");
     plans.push_back(workspace_plan(alloc, [=](kbuf::BufferAllocator<Space>& a) {
       auto ws = a.workspace(p, kbuf::per_team{0}, "kbuf_batched team fits");
       Kokkos::parallel_for("kbuf_batched: team, kbuf workspace", p,
@@ -145,7 +148,8 @@ class Runner {
     const Kokkos::RangePolicy<exec> p(instance_, 0, batch_.count);
     const token_type token(instance_);
     std::vector<Plan> plans;
-    auto alloc = std::make_shared<kbuf::BufferAllocator<Space>>(instance_, 0);
+    auto alloc = std::make_shared<kbuf::BufferAllocator<Space>>(
+        instance_, 0, kbuf::BufferAllocator<Space>::default_alignment, "kbuf_batched thread");
     plans.push_back(workspace_plan(alloc, [=](kbuf::BufferAllocator<Space>& a) {
       auto ws = a.workspace(p, kbuf::per_thread{0}, "kbuf_batched thread fits");
       Kokkos::parallel_for("kbuf_batched: thread, kbuf workspace", p,
@@ -198,8 +202,10 @@ class Runner {
       r.fallbacks += last->fallbacks;
       return last->complete() && failures() == 0;
     };
-    w.after = [last, bytes](StrategyResult& r) {
+    w.after = [alloc, last, bytes](StrategyResult& r) {
       r.bytes = *bytes;
+      r.allocator_fallbacks = alloc->statistics().fallbacks;  // since it was made
+      r.allocator_regrows = alloc->statistics().regrows;
       r.note = "slot " + std::to_string(last->slot_bytes) + " B x " + std::to_string(last->slots) +
                ", lanes " + std::to_string(last->spill_lanes) + " x " +
                std::to_string(last->lane_bytes) + " B, " + std::to_string(last->spilling_arenas) +

@@ -5,6 +5,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <kbuf/sizes_file.hpp>
+
 #include <cerrno>
 #include <cmath>
 #include <cstddef>
@@ -187,6 +189,27 @@ int run_under_kokkos(const char* program, Arguments& args, Body&& body, OnFailur
 template <class Body>
 int run_under_kokkos(const char* program, Arguments& args, Body&& body) {
   return run_under_kokkos(program, args, body, [](int) {});
+}
+
+/// The line that says what `KBUF_SIZES` (the report `loaded`) did for a run whose kbuf
+/// allocators (`who`) made `fallbacks` fallbacks and `regrows` regrowths, with a newline; empty
+/// when no sizes file was named.
+inline std::string sizes_line(const kbuf::SizesFileReport& loaded, const char* who,
+                              std::size_t fallbacks, std::size_t regrows) {
+  if (loaded.status == kbuf::SizesFileStatus::none) return {};
+  const auto count = [](std::size_t n, const char* one, const char* many) {
+    return std::to_string(n) + (n == 1 ? one : many);
+  };
+  const std::string made = std::string(who) + " made " +
+                           count(fallbacks, " fallback", " fallbacks") + " and " +
+                           count(regrows, " regrowth", " regrowths");
+  if (loaded.ok()) {
+    const std::size_t n = loaded.sizes.size();
+    return "kbuf sizes: started from the " + std::to_string(n) + (n == 1 ? " size" : " sizes") +
+           " saved in " + loaded.path + "; " + made + " from their first step\n";
+  }
+  return "kbuf sizes: nothing saved in " + loaded.path + " to start from; " + made +
+         " while learning, saved there at the end\n";
 }
 
 }  // namespace kbuf_cli
