@@ -144,6 +144,14 @@ std::vector<std::pair<double, double>> points_of(const std::string& d) {
   return points;
 }
 
+// The number in attribute `name` of an SVG element's opening tag.
+double attribute_of(const std::string& tag, const std::string& name) {
+  const std::string key = " " + name + "=\"";
+  const std::size_t at = tag.find(key);
+  REQUIRE(at != std::string::npos);
+  return std::stod(tag.substr(at + key.size()));
+}
+
 }  // namespace
 
 TEST_CASE("per call site: alone and with the sites above it, as real allocators serving them do") {
@@ -361,16 +369,15 @@ TEST_CASE("region labels in the picture never overprint one another") {
   }
   const Results r = a.finish();
   const std::string svg = kbuf_advisor::format_svg(r);
-  const std::regex label(
-      "<text class=\"region\" x=\"([0-9.]+)\" y=\"([0-9.]+)\" data-width=\"([0-9.]+)\"");
   struct Box {
     double x0, x1, y;
   };
   std::vector<Box> boxes;
-  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), label); it != std::sregex_iterator();
-       ++it) {
-    const double x = std::stod((*it)[1]);
-    boxes.push_back(Box{x, x + std::stod((*it)[3]), std::stod((*it)[2])});
+  const std::string open = "<text class=\"region\" ";
+  for (std::size_t at = svg.find(open); at != std::string::npos; at = svg.find(open, at + 1)) {
+    const std::string tag = svg.substr(at, svg.find('>', at) - at);
+    const double x = attribute_of(tag, "x");
+    boxes.push_back(Box{x, x + attribute_of(tag, "data-width"), attribute_of(tag, "y")});
   }
   CHECK(boxes.size() >= 3);
   for (std::size_t i = 0; i < boxes.size(); ++i) {
