@@ -167,6 +167,9 @@ const kbuf::SavedSize* find(const std::vector<kbuf::SavedSize>& v, const std::st
   }
   return nullptr;
 }
+// The pointer points into the vector: a temporary vector would leave it dangling.
+const kbuf::SavedSize* find(std::vector<kbuf::SavedSize>&& v, const std::string& kind,
+                            const std::string& label) = delete;
 
 }  // namespace
 
@@ -400,7 +403,8 @@ TEST_CASE(
     CHECK(s.fallbacks > 0);
     CHECK(s.regrows == 1);
     first_capacity = a.capacity();
-    const kbuf::SavedSize* mine = find(kbuf::learned_sizes(), "allocator", "sizes-rerun");
+    const std::vector<kbuf::SavedSize> learned = kbuf::learned_sizes();
+    const kbuf::SavedSize* mine = find(learned, "allocator", "sizes-rerun");
     REQUIRE(mine != nullptr);
     CHECK(mine->bytes == a.high_water_mark());
     CHECK(mine->space == space::name());
@@ -421,7 +425,8 @@ TEST_CASE(
   CHECK(more.fallbacks > 0);
   CHECK(more.regrows == 1);
   CHECK(b.capacity() > first_capacity);
-  const kbuf::SavedSize* now = find(kbuf::learned_sizes(), "allocator", "sizes-rerun");
+  const std::vector<kbuf::SavedSize> learned = kbuf::learned_sizes();
+  const kbuf::SavedSize* now = find(learned, "allocator", "sizes-rerun");
   REQUIRE(now != nullptr);
   CHECK(now->bytes == b.high_water_mark());
 }
@@ -481,10 +486,11 @@ TEST_CASE(
     auto scope = a.scope();
     (void)a.allocate<unsigned char*>(200000);
   }
-  const kbuf::SavedSize* pooled = find(kbuf::learned_sizes(), "allocator", "sizes-pool");
+  const std::vector<kbuf::SavedSize> learned = kbuf::learned_sizes();
+  const kbuf::SavedSize* pooled = find(learned, "allocator", "sizes-pool");
   REQUIRE(pooled != nullptr);
   CHECK(pooled->bytes >= 200000);
-  CHECK(find(kbuf::learned_sizes(), "allocator", "sizes-pool[0]") == nullptr);
+  CHECK(find(learned, "allocator", "sizes-pool[0]") == nullptr);
 }
 
 TEST_CASE(
