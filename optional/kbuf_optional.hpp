@@ -80,6 +80,7 @@ struct library {
   /// Without kbuf: a scope that does nothing.
   template <class Space = Kokkos::DefaultExecutionSpace::memory_space>
   static scope_type scope() {
+    (void)Owner::name;  // the owner names itself with and without kbuf
     return scope_type();
   }
 
@@ -87,6 +88,7 @@ struct library {
   template <class DataType, class Layout = Kokkos::LayoutRight,
             class Space = Kokkos::DefaultExecutionSpace::memory_space, class... Extents>
   static Kokkos::View<DataType, Layout, Space> temporary(const char* label, Extents... extents) {
+    (void)Owner::name;
     return Kokkos::View<DataType, Layout, Space>(
         Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
         static_cast<std::size_t>(extents)...);
