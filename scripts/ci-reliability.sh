@@ -57,7 +57,7 @@ if has_stage valgrind; then extra_packages+=(valgrind); fi
 scripts/install-deps.sh "${extra_packages[@]}"
 
 start_all=$SECONDS
-# Each stage configures with its preset in CMakePresets.json (asan, fuzz, valgrind) into its own
+# Each stage configures with its preset in CMakePresets.json (asan, tsan, fuzz, valgrind) into its own
 # folder under the build root; KBUF_CMAKE_ARGS adds or overrides options.
 
 # ---- 1. The test suite under ASan + UBSan ---------------------------------------------------
@@ -92,7 +92,7 @@ if has_stage tsan; then
     echo "ci-reliability: labelled threads in tests/ but not in tsan_targets: $missing" >&2
     exit 1
   fi
-  cmake -S . -B "$b" "${common[@]}" -DKBUF_SANITIZE=thread -DKBUF_ENABLE_KERNELS=OFF >/dev/null
+  cmake --preset tsan -B "$b" "${extra_cmake[@]}" >/dev/null
   nice cmake --build "$b" -j "$jobs" --target "${tsan_targets[@]}"
   say "ThreadSanitizer: ctest -L threads"
   # Options are compiled in (halt_on_error=1:second_deadlock_stack=1); TSAN_OPTIONS overrides.

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what kbuf's build needs on Debian 12 when it is missing, through apt-get as root or
 # through sudo:
-#   g++ make cmake python3            the toolchain (python3 runs the recipe check)
+#   g++ make cmake ninja-build python3
+#                                     the toolchain (the presets build with Ninja; python3 runs
+#                                     the recipe check)
 #   libtrilinos-kokkos-dev            Kokkos 3.4.01 (Debian's Trilinos package)
 #   libtrilinos-kokkos-kernels-dev    Kokkos Kernels 3.4 (the tensor workload, demo, benchmarks)
 #   liblapack-dev libblas-dev         the liblapack.so / libblas.so that Debian's Kokkos Kernels
@@ -29,7 +31,7 @@ if [ "${1:-}" = "--only" ]; then
   shift
   packages=("$@")
 else
-  packages=(g++ make cmake python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
+  packages=(g++ make cmake ninja-build python3 libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev
             liblapack-dev libblas-dev doctest-dev libopenmpi-dev openmpi-bin nlohmann-json3-dev
             libtrilinos-tpetra-dev libtrilinos-belos-dev libtrilinos-ifpack2-dev
             libtrilinos-teuchos-dev "$@")
