@@ -86,6 +86,8 @@ cleanup() {
   if [ "$keep" -eq 0 ]; then rm -rf "$work"; else echo "check-fresh-debian: kept $root"; fi
 }
 trap cleanup EXIT
+# Ended from outside (.ci/run ends it when one of its own stages fails): unmount and remove too.
+trap 'exit 143' TERM INT
 mkdir -p "$root"
 tar -C "$root" -xf "$tarball"
 git clone -q --no-hardlinks "$repo" "$root/src/kbuf"
