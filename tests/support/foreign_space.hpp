@@ -18,10 +18,15 @@
 
 #include <Kokkos_Core.hpp>
 
-// The emulated space runs its kernels on Serial, so it needs a default host execution space
-// other than Serial (OpenMP, Threads): a Serial-only Kokkos 4.3+ has no foreign space (tests/
-// CMakeLists.txt says so at configure time and builds no foreign executable there).
-#if defined(KOKKOS_VERSION) && KOKKOS_VERSION < 40300
+// Both foreign spaces run their kernels on Serial: a Kokkos without Serial (OpenMP alone, as
+// many a Spack install or cluster module) has none. The emulated space (4.3+) also needs a
+// default host execution space other than Serial (OpenMP, Threads): a Serial-only Kokkos 4.3+
+// has no foreign space either. tests/CMakeLists.txt says so at configure time and builds no
+// foreign executable there.
+#if !defined(KOKKOS_ENABLE_SERIAL)
+#define KBUF_TEST_HAVE_FOREIGN_SPACE 0
+#define KBUF_TEST_EMULATED_FOREIGN_SPACE 0
+#elif defined(KOKKOS_VERSION) && KOKKOS_VERSION < 40300
 #define KBUF_TEST_HAVE_FOREIGN_SPACE 1
 #define KBUF_TEST_EMULATED_FOREIGN_SPACE 0
 #elif defined(KOKKOS_ENABLE_OPENMP) || defined(KOKKOS_ENABLE_THREADS)
