@@ -431,3 +431,39 @@ TEST_CASE("a pool bound to an instance makes allocators that fence that instance
     CHECK(rec.unexplained_global_fences() == 0);
   }
 }
+
+namespace {
+// Each team takes a few doubles from its arena and writes one.
+struct TakeOne {
+  kbuf::Workspace<space> ws;
+  KOKKOS_INLINE_FUNCTION void operator()(
+      const typename Kokkos::TeamPolicy<exec_space>::member_type& team) const {
+    auto arena = ws.arena(team);
+    auto v = arena.take<double*>(8);
+    Kokkos::single(Kokkos::PerTeam(team), [&]() { v.data()[0] = team.league_rank(); });
+  }
+};
+}  // namespace
+
+TEST_CASE("finish() copies the counters on the allocator's instance and fences that one only") {
+  const exec_space exec = make_instance();
+  Alloc alloc(exec, 64 * 1024, Alloc::default_alignment, "kbuf-finish");
+  const Kokkos::TeamPolicy<exec_space> policy(alloc.execution_space_instance(), 8, 1);
+  auto scope = alloc.scope();
+  auto ws = alloc.workspace(policy, kbuf::per_team{1024}, "finish fences");
+  Kokkos::parallel_for("takes", policy, TakeOne{ws});
+  const std::size_t fences_before = alloc.statistics().fences;
+  ToolRecorder rec;
+  const kbuf::WorkspaceReport r = ws.finish();
+  INFO(rec.describe());
+  report_events(rec, "finish()");
+  CHECK(r.takes == 8);
+  CHECK(alloc.statistics().fences == fences_before + 1);
+  if (fences_observable()) {
+    // A deep_copy without the instance would show here as Kokkos' global fences
+    // ("Kokkos::deep_copy: copy between contiguous views, ...").
+    CHECK(rec.unexplained_global_fences() == 0);
+    CHECK(rec.kbuf_fences() == 1);
+    CHECK(rec.kbuf_fences_of(exec) == 1);
+  }
+}

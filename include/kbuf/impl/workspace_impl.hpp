@@ -530,18 +530,21 @@ WorkspaceReport Workspace<MemorySpace>::finish() {
                             "': its memory was released (the scope it was made in ended); "
                             "finish a workspace before its scope ends");
   }
-  owner_->fence();
-  // The header, and every slot's record: what the arenas counted.
+  // The header, and every slot's record: what the arenas counted, copied on the allocator's
+  // instance after its kernels, then that instance fenced (and no other: a deep_copy without
+  // an instance fences the whole device).
   const std::size_t head_words = Impl::wh_words;
   const std::size_t record_words = slots_ * Impl::wr_stride;
   std::vector<unsigned long long> h(head_words);
   std::vector<unsigned long long> rec(record_words);
   using host_words = Kokkos::View<unsigned long long*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
   using words = Kokkos::View<const unsigned long long*, MemorySpace, Kokkos::MemoryUnmanaged>;
-  Kokkos::deep_copy(host_words(h.data(), head_words), words(header_, head_words));
+  const auto& exec = owner_->execution_space_instance();
+  Kokkos::deep_copy(exec, host_words(h.data(), head_words), words(header_, head_words));
   if (record_words != 0) {
-    Kokkos::deep_copy(host_words(rec.data(), record_words), words(records_, record_words));
+    Kokkos::deep_copy(exec, host_words(rec.data(), record_words), words(records_, record_words));
   }
+  owner_->fence();
   unfinished.erase(mine);
   std::vector<unsigned long long> sum(h.begin() + Impl::wh_shared,
                                       h.begin() + Impl::wh_shared + Impl::wr_words);
