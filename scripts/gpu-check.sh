@@ -269,27 +269,36 @@ run_tests() {
   [[ $fail == 0 ]]
 }
 
-# The workspace's team-misuse program in each of its modes, with a time limit: a misuse passes
-# when it exits non-zero with the check's message before the limit, the correct kernel when it
-# says "ended normally".
+# The workspace's team-misuse program in each of its modes, with a time limit. The correct
+# kernel (first), a debug team kernel of two threads, passes when it says "ended normally" and
+# its kernel ran in under a second; a misuse when it exits non-zero with the check's message
+# before the limit, and sooner than the check's time bound (2 s in that program) after the
+# correct run's time (start-up included), except where only the bound can end it
+# (--spill-in-broadcast: the rest of the team waits in the single's broadcast).
 misuse_cases() {
   local exe=$1 rc=0 status=0 mode out
   local tmo=()
   command -v timeout > /dev/null && tmo=(timeout 120)
-  for mode in "" --spill-in-single --spill-in-broadcast --spill-in-range --correct; do
+  local start ms kernel_ms base=0
+  for mode in --correct "" --spill-in-single --spill-in-broadcast --spill-in-range; do
     rc=0
+    start=$(date +%s%N)
     # shellcheck disable=SC2086  # an empty mode is no argument
     out=$("${tmo[@]}" "$exe" $mode 2>&1) || rc=$?
+    ms=$(( ($(date +%s%N) - start) / 1000000 ))
     if [[ "$mode" == --correct ]]; then
-      if [[ $rc == 0 && "$out" == *"ended normally"* ]]; then
-        echo "  ${mode:-(take in single)}: ended normally"
+      kernel_ms=$(printf '%s\n' "$out" | sed -n 's/.*the kernel ran \([0-9]*\)\..*/\1/p')
+      if [[ $rc == 0 && -n "$kernel_ms" && $kernel_ms -lt 1000 ]]; then
+        echo "  $mode: ended normally, its kernel in ${kernel_ms} ms (${ms} ms in all)"
+        base=$ms
       else
-        echo "  $mode: FAILED (exit $rc)"; status=1
+        echo "  $mode: FAILED (exit $rc, kernel ${kernel_ms:-?} ms)"; status=1
       fi
-    elif [[ $rc != 0 && $rc != 124 && "$out" == *"the threads of a team made different takes"* ]]; then
-      echo "  ${mode:-(take in single)}: aborted with the check's message (exit $rc)"
+    elif [[ $rc != 0 && $rc != 124 && "$out" == *"the threads of a team made different takes"* ]] &&
+         [[ "$mode" == --spill-in-broadcast || $ms -lt $((base + 2000)) ]]; then
+      echo "  ${mode:-(take in single)}: aborted with the check's message (exit $rc) in ${ms} ms"
     else
-      echo "  ${mode:-(take in single)}: FAILED (exit $rc$([[ $rc == 124 ]] && echo ', hung'))"
+      echo "  ${mode:-(take in single)}: FAILED (exit $rc$([[ $rc == 124 ]] && echo ', hung'), ${ms} ms)"
       status=1
     fi
     printf '%s\n' "$out" | grep -m1 "kbuf::Workspace" | cut -c1-160 | sed 's/^/    /' || true

@@ -576,27 +576,7 @@ class Workspace {
         SignatureOf of{mine};
         agreed = Impl::team_single<unsigned long long>(team_, of) == mine ? 1 : 0;
       }
-      if (agreed != 1 && !shared_ &&
-          Impl::atomic_cas(&record_[Impl::wr_check_abort], 0ull, 1ull) != 0ull) {
-        // Another thread of the team reports it: wait for the abort (on the host two threads
-        // in abort at once can crash it instead).
-        for (;;) Impl::probe_backoff(8);
-      }
-      if (agreed < 0) {
-        Kokkos::abort(
-            "kbuf::Workspace::Arena: the threads of a team made different takes or frames: "
-            "part of the team reached a spill, a frame's end or the arena's end and the rest did "
-            "not come within KBUF_WORKSPACE_CHECK_MS (a take or frame inside Kokkos::single, "
-            "TeamThreadRange, TeamVectorRange or ThreadVectorRange?): every thread and vector "
-            "lane of the team must make the same calls");
-      }
-      if (agreed == 0) {
-        Kokkos::abort(
-            "kbuf::Workspace::Arena: the threads of a team made different takes or frames (a "
-            "take or frame inside Kokkos::single, TeamThreadRange, TeamVectorRange or "
-            "ThreadVectorRange?): every thread and vector lane of the team must make the same "
-            "calls");
-      }
+      Impl::team_check_report(shared_ ? nullptr : record_, agreed);
 #else
       (void)step;
       (void)size;

@@ -9,7 +9,9 @@
 //                     KBUF_WORKSPACE_CHECK_MS
 //   --spill-in-range  takes inside TeamThreadRange over three items: one thread makes two (the
 //                     second spills), the other one
-//   --correct         the first kernel with the take outside the single: ends normally
+//   --correct         the first kernel with the take outside the single: ends normally and
+//                     says in how many milliseconds its kernel ran (a check that waited on a
+//                     lane of its own wavefront would wait KBUF_WORKSPACE_CHECK_MS, then abort)
 // Needs teams of two threads or more (a host backend with threads: OpenMP, or a GPU); CTest runs
 // it with OMP_NUM_THREADS=2 and a short KBUF_WORKSPACE_CHECK_MS.
 #include <kbuf/kbuf.hpp>
@@ -87,9 +89,12 @@ int main(int argc, char* argv[]) {
     const Kokkos::TeamPolicy<exec> policy(alloc.execution_space_instance(), 4, 2);
     auto scope = alloc.scope();
     auto ws = alloc.workspace(policy, kbuf::per_team{4096}, "misuse");
+    Kokkos::Timer timer;
     Kokkos::parallel_for("misuse", policy, Body{ws, mode});
+    Kokkos::fence();
+    const double ms = timer.seconds() * 1e3;
     (void)ws.finish();
-    std::printf("ended normally\n");
+    std::printf("ended normally; the kernel ran %.1f ms\n", ms);
   }
   return 0;
 }

@@ -4,15 +4,20 @@
 // of the fallback region's chunks is held by one claimant, and what it wrote there is done
 // before the next claimant writes (the release is ordered: ThreadSanitizer sees no race). The same
 // functions run inside kernels (kbuf/workspace.hpp); here nothing but the claims runs, so that the
-// threads meet in them as often as possible.
+// threads meet in them as often as possible. The debug team check runs here too, on a model of
+// a wavefront whose lanes run in lockstep (tests/support/lockstep.hpp).
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <csignal>
 #include <cstddef>
 #include <thread>
 #include <vector>
 
 #include <kbuf/kbuf.hpp>
+
+#include "lockstep.hpp"
+#include "reliability_support.hpp"
 
 namespace {
 
@@ -142,4 +147,94 @@ TEST_CASE(
   CHECK(all_served + all_missed == threads * rounds);
   CHECK(all_served > 0);
   for (const unsigned int f : flags) CHECK(f == 0u);
+}
+
+namespace {
+
+// `lanes` lanes of one lockstep wavefront, a team of their own, meet `meetings` times in the debug
+// team check of one slot's record; lane `odd` (if any) comes with another signature from
+// meeting `odd_from` on. Returns each lane's answers, meeting by meeting; `w` counts the lanes it
+// had to let go.
+std::vector<int> lockstep_meetings(kbuf_test::Wavefront& w, int lanes, int meetings,
+                                   std::vector<unsigned long long>& record, int odd = -1,
+                                   int odd_from = 0) {
+  std::vector<int> agreed(static_cast<std::size_t>(lanes * meetings), 2);
+  on_threads(lanes, [&](int t) {
+    const kbuf_test::Wavefront::Lane lane(w);
+    for (int m = 0; m < meetings; ++m) {
+      w.enter();
+      const unsigned long long signature =
+          0x1234567ull + static_cast<unsigned long long>(m) + (t == odd && m >= odd_from ? 99 : 0);
+      agreed[static_cast<std::size_t>(m * lanes + t)] = kbuf::Impl::team_check(
+          record.data(), static_cast<unsigned long long>(lanes), signature, lane);
+    }
+  });
+  return agreed;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "workspace claims: the debug team check on lanes in lockstep: every lane agrees at once, "
+    "whichever side of a branch runs first") {
+  for (const bool taken_first : {false, true}) {
+    for (const int lanes : {2, 5, 64}) {
+      CAPTURE(taken_first);
+      CAPTURE(lanes);
+      kbuf_test::Wavefront w(lanes, taken_first);
+      std::vector<unsigned long long> record(kbuf::Impl::wr_stride, 0ull);
+      const std::vector<int> agreed = lockstep_meetings(w, lanes, 3, record);
+      int ones = 0;
+      for (const int a : agreed) ones += a == 1 ? 1 : 0;
+      CHECK(ones == 3 * lanes);  // -1: a lane waited the whole bound on a lane held off
+      CHECK(w.overdue() == 0);
+      CHECK(w.parted() > 0);  // the lanes did part: the model held one side
+      CHECK(record[kbuf::Impl::wr_check_count] == 0ull);  // ready for the next meeting
+      CHECK(record[kbuf::Impl::wr_check_sum] == 0ull);
+      CHECK(record[kbuf::Impl::wr_check_generation] == 3ull);
+    }
+  }
+}
+
+TEST_CASE(
+    "workspace claims: the debug team check on lanes in lockstep: a lane with another take is "
+    "seen by every lane at once (0, not the time bound's -1), whichever side runs first") {
+  for (const bool taken_first : {false, true}) {
+    CAPTURE(taken_first);
+    constexpr int lanes = 4;
+    kbuf_test::Wavefront w(lanes, taken_first);
+    std::vector<unsigned long long> record(kbuf::Impl::wr_stride, 0ull);
+    const std::vector<int> agreed = lockstep_meetings(w, lanes, 2, record, 2, 1);
+    for (int t = 0; t < lanes; ++t) {
+      CAPTURE(t);
+      CHECK(agreed[static_cast<std::size_t>(t)] == 1);          // the first meeting agreed
+      CHECK(agreed[static_cast<std::size_t>(lanes + t)] == 0);  // the second did not
+    }
+    CHECK(w.overdue() == 0);
+  }
+}
+
+TEST_CASE(
+    "workspace claims: the debug team check on lanes in lockstep: a misuse aborts with its message "
+    "in bounded time, whichever side of the report's branch runs first") {
+  for (const bool waiters_first : {true, false}) {
+    CAPTURE(waiters_first);
+    const kbuf_rel::ChildResult r = kbuf_rel::run_in_child([&]() {
+      std::signal(SIGABRT, SIG_DFL);  // the abort itself, not doctest's report of it
+      // The lanes that leave the report to another take the branch's true side.
+      kbuf_test::Wavefront w(2, waiters_first, 20000);
+      std::vector<unsigned long long> record(kbuf::Impl::wr_stride, 0ull);
+      on_threads(2, [&](int t) {
+        const kbuf_test::Wavefront::Lane lane(w);
+        w.enter();
+        const int agreed =
+            kbuf::Impl::team_check(record.data(), 2ull, 0x77ull + static_cast<unsigned>(t), lane);
+        kbuf::Impl::team_check_report(record.data(), agreed, lane);
+      });
+    });
+    INFO(r.output);
+    CHECK(r.aborted());
+    CHECK(r.says("the threads of a team made different takes or frames (a take"));
+    CHECK_FALSE(r.says("lockstep model: a lane held"));  // no lane waited on a held one
+  }
 }

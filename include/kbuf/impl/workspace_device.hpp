@@ -509,35 +509,119 @@ KOKKOS_INLINE_FUNCTION void atomic_store_ordered(unsigned long long* p, unsigned
   KBUF_IMPL_IF_ON_HOST((__atomic_store_n(p, v, __ATOMIC_SEQ_CST);))
 }
 
+/// Where the lanes of a team's debug check may take different sides of a branch. The lanes of
+/// one wavefront of a GPU without independent thread scheduling (AMD's; NVIDIA's before sm_70)
+/// run in lockstep: where they part, the hardware runs one side to its end with the other
+/// side's lanes masked off, then the other, in an order the compiler picks. A lane that waits
+/// there for a lane of the other side waits for ever. Kernels pass `NoLockstep`, which does
+/// nothing; the host's tests pass a model of a wavefront (tests/support/lockstep.hpp) that runs
+/// its lanes as threads and holds them the way the hardware does, so that a check that would
+/// wait on a masked-off lane fails on the host too.
+struct NoLockstep {
+  /// The top of a loop: every lane still in it runs the iteration together.
+  KOKKOS_INLINE_FUNCTION void step() const {}
+  /// The lanes part: this one takes side `taken` (a branch's condition).
+  KOKKOS_INLINE_FUNCTION void branch(bool taken) const { (void)taken; }
+  /// The lanes meet again after the branch.
+  KOKKOS_INLINE_FUNCTION void join() const {}
+  /// The lane leaves the loop.
+  KOKKOS_INLINE_FUNCTION void done() const {}
+};
+
 /// Debug builds: the `threads` threads of the team that holds the slot of record `r` meet there
 /// and compare their arenas' signatures, through memory and atomics alone: no Kokkos barrier,
 /// which a thread that made a call its team did not make (inside `Kokkos::single`,
 /// `TeamThreadRange`) would enter with part of the team, and wait on forever. Returns 1 when
 /// every thread came with the same signature, 0 when they came with different ones, and -1 when
-/// not all of them came within `KBUF_WORKSPACE_CHECK_MS`. The record's four check words are
-/// zero between meetings; the last to arrive publishes the sum and starts a new generation.
+/// not all of them came within `KBUF_WORKSPACE_CHECK_MS`. The record's check words are zero
+/// between meetings (the generation aside).
+///
+/// No thread ever waits on a side of a branch that another thread of its team is not on: all
+/// of them, having come, run one loop, and in each round the first to find every thread come
+/// (the one whose compare-and-swap takes the count from `threads` back to zero) publishes the
+/// sum and starts a new generation, inside the round, while the others pass over the same
+/// lines; the next round every one of them sees it. On lanes in lockstep (`Lockstep`, above)
+/// it ends whichever side of the publishing branch the hardware runs first. (kbuf 0.6.0's
+/// check had the last to come publish while the others spun on a branch of their own: hipcc
+/// runs the spinning side first, so on AMD GPUs they left only by the time bound.)
+template <class Lockstep = NoLockstep>
 KOKKOS_INLINE_FUNCTION int team_check(unsigned long long* r, unsigned long long threads,
-                                      unsigned long long signature) {
+                                      unsigned long long signature,
+                                      const Lockstep& lanes = Lockstep{}) {
   unsigned long long* count = r + wr_check_count;
   unsigned long long* sum = r + wr_check_sum;
   unsigned long long* generation = r + wr_check_generation;
   unsigned long long* result = r + wr_check_result;
   const unsigned long long g = atomic_add_ordered(generation, 0);
   (void)atomic_add_ordered(sum, signature);
-  if (atomic_add_ordered(count, 1) + 1 == threads) {
-    atomic_store_ordered(result, atomic_add_ordered(sum, 0));
-    atomic_store_ordered(sum, 0);
-    atomic_store_ordered(count, 0);
-    atomic_store_ordered(generation, g + 1);
-  } else {
-    const unsigned long long begin = check_clock();
-    unsigned round = 0;
-    while (atomic_add_ordered(generation, 0) == g) {
-      if (check_clock() - begin > check_bound()) return -1;
+  (void)atomic_add_ordered(count, 1);
+  const unsigned long long begin = check_clock();
+  unsigned round = 0;
+  int agreed = -1;
+  for (;;) {
+    lanes.step();
+    if (atomic_add_ordered(generation, 0) != g) {
+      agreed = atomic_add_ordered(result, 0) == threads * signature ? 1 : 0;
+      break;
+    }
+    const bool publish = atomic_cas(count, threads, 0ull) == threads;
+    lanes.branch(publish);
+    if (publish) {
+      atomic_store_ordered(result, atomic_add_ordered(sum, 0));
+      atomic_store_ordered(sum, 0);
+      atomic_store_ordered(generation, g + 1);
+    }
+    lanes.join();
+    if (!publish) {
+      if (check_clock() - begin > check_bound()) break;
       probe_backoff(round < 8 ? ++round : round);
     }
   }
-  return atomic_add_ordered(result, 0) == threads * signature ? 1 : 0;
+  lanes.done();
+  return agreed;
+}
+
+/// Host code, before a thread of a team that saw a misuse aborts: the first to come reports it
+/// at once; the others wait a tenth of the check's time bound for its abort to end the process,
+/// then go on to abort themselves.
+template <class Lockstep>
+inline void leave_report_to_one(unsigned long long* r, const Lockstep& lanes) {
+  const bool other = r != nullptr && atomic_cas(&r[wr_check_abort], 0ull, 1ull) != 0ull;
+  lanes.branch(other);
+  if (other) {
+    const unsigned long long begin = check_clock();
+    while (check_clock() - begin < check_bound() / 10) probe_backoff(8);
+  }
+  lanes.join();
+}
+
+/// Debug builds: what a thread does with `team_check`'s answer `agreed` at a step of the arena
+/// of record `r` (null for an arena whose check was a team broadcast): nothing when the team
+/// agreed, else abort, saying why, in bounded time whatever the order of the branches. On a
+/// device every thread that saw it aborts (the kernel ends at the first; a thread that waited
+/// for another could wait on a lane held off). On the host one thread reports it (two in
+/// `abort` at once can crash it instead); the others give it a tenth of the time bound, then
+/// report it themselves.
+template <class Lockstep = NoLockstep>
+KOKKOS_INLINE_FUNCTION void team_check_report(unsigned long long* r, int agreed,
+                                              const Lockstep& lanes = Lockstep{}) {
+  if (agreed == 1) return;
+  KBUF_IMPL_IF_ON_HOST((leave_report_to_one(r, lanes);))
+  (void)r;
+  (void)lanes;
+  if (agreed < 0) {
+    Kokkos::abort(
+        "kbuf::Workspace::Arena: the threads of a team made different takes or frames: "
+        "part of the team reached a spill, a frame's end or the arena's end and the rest did "
+        "not come within KBUF_WORKSPACE_CHECK_MS (a take or frame inside Kokkos::single, "
+        "TeamThreadRange, TeamVectorRange or ThreadVectorRange?): every thread and vector "
+        "lane of the team must make the same calls");
+  }
+  Kokkos::abort(
+      "kbuf::Workspace::Arena: the threads of a team made different takes or frames (a "
+      "take or frame inside Kokkos::single, TeamThreadRange, TeamVectorRange or "
+      "ThreadVectorRange?): every thread and vector lane of the team must make the same "
+      "calls");
 }
 
 /// Check mode: a checked take is a block `[meta (one unit) | data | guard zone]`. The meta
