@@ -181,7 +181,8 @@ class Workspace {
   /// the rest of the team never comes to it (after `KBUF_WORKSPACE_CHECK_MS`); without it,
   /// takes overlap and a GPU may deadlock. An arena made by part of a team (`arena(team)` inside
   /// `Kokkos::single`) is not caught: its slot claim is the team's barrier. A `per_thread` arena
-  /// belongs to the one thread that made it.
+  /// belongs to the one thread that made it: with `arena(team)`, to that thread of the team and
+  /// its vector lanes, which are to it what a team's threads are to a team's arena.
   class Arena {
    public:
     Arena(const Arena&) = delete;
@@ -531,7 +532,7 @@ class Workspace {
         Impl::record_add(r, Impl::wr_overruns, overruns, shared);
         Impl::record_add(r, Impl::wr_unslotted, shared ? 1 : 0, shared);
         Impl::record_max(r, Impl::wr_peak_need, a.need_peak_, shared);
-        if (a.team_.kind != Impl::team_none) {
+        if (a.team_.kind != Impl::team_none && !a.team_.per_thread) {
           Impl::record_max(r, Impl::wr_team_threads,
                            static_cast<unsigned long long>(a.team_.threads), shared);
         }
@@ -654,12 +655,27 @@ class Workspace {
 
   Workspace() = default;  ///< an empty workspace: no slots; made by BufferAllocator::workspace
 
-  /// The arena of the calling team: every thread and vector lane of the team calls it (see
-  /// `Arena`). Claims a free slot (one thread; the team waits for it).
+  /// The arena of the calling team (a per_team workspace): every thread and vector lane of the
+  /// team calls it (see `Arena`); one thread claims a free slot, the team waits for it. On a
+  /// per_thread workspace, the arena of the calling thread of the team, shared by its vector
+  /// lanes as Kokkos' `PerThread` scratch is: every vector lane of the thread calls it and makes
+  /// the same calls on it, and a take's memory is filled by them in a `ThreadVectorRange`; one
+  /// lane claims the slot (from the thread's rank in the league, league rank x team size + team
+  /// rank, on), the others wait for it. In a team kernel with vector lanes this, not
+  /// `arena(token)` with a token each lane holds, is the thread's arena: a GPU runs each vector
+  /// lane as a thread of its own, which would hold an arena of its own.
   template <class TeamMember>
   KOKKOS_FUNCTION Arena arena(const TeamMember& team) const {
+    if (!per_team_) {
+      const Impl::TeamHandle h = Impl::thread_handle(team);
+      const long long rank =
+          static_cast<long long>(team.league_rank()) * team.team_size() + team.team_rank();
+      SlotClaim claim{
+          this, slots_ != 0 ? static_cast<int>(static_cast<unsigned long long>(rank) % slots_) : 0};
+      const int slot = Impl::team_single<int>(h, claim);
+      return Arena(*this, h, slot);
+    }
     const Impl::TeamHandle h = Impl::team_handle(team);
-    if (!per_team_) misuse_static("kbuf::Workspace::arena(team) on a per_thread workspace");
     SlotClaim claim{this, team.league_rank()};
     const int slot = Impl::team_single<int>(h, claim);
     return Arena(*this, h, slot);

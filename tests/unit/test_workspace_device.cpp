@@ -104,6 +104,58 @@ struct ThreadFill {
   }
 };
 
+// A per_thread workspace in a team kernel: each thread of the team takes its arena with
+// arena(team), shared by its vector lanes, takes `n` doubles (`large` for every `every`-th
+// thread: a spill), fills them through its vector lanes (ThreadVectorRange), and after the team's
+// barrier reads back through them, each lane other entries than it wrote. An arena a lane held
+// alone (a GPU runs every vector lane as a thread of the device) would read another lane's
+// entries unwritten. out[0]: wrong entries, out[1]: empty takes, out[2]: a second holder seen.
+struct TeamThreadFill {
+  WS ws;
+  int n, large, every;
+  counts out, occupancy;
+  KOKKOS_INLINE_FUNCTION void operator()(const member& team) const {
+    const int me = team.league_rank() * team.team_size() + team.team_rank();
+    auto arena = ws.arena(team);
+    const int slot = arena.slot();
+    if (slot >= 0) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        if (Kokkos::atomic_fetch_add(&occupancy.data()[slot], 1ll) != 0) {
+          Kokkos::atomic_add(&out.data()[2], 1ll);
+        }
+      });
+    }
+    const int m = me % every == 0 ? large : n;
+    auto v = arena.take<double*>(m);
+    double* p = v.data();
+    if (p == nullptr) {
+      Kokkos::single(Kokkos::PerThread(team), [&]() { Kokkos::atomic_add(&out.data()[1], 1ll); });
+    } else {
+      Kokkos::parallel_for(Kokkos::ThreadVectorRange(team, m),
+                           [&](const int j) { p[j] = me + 0.25 * j; });
+    }
+    team.team_barrier();
+    if (p != nullptr) {
+      long long wrong = 0;
+      Kokkos::parallel_reduce(
+          Kokkos::ThreadVectorRange(team, m),
+          [&](const int j, long long& w) {
+            const int k = (j + 5) % m;  // another lane's entry
+            w += p[k] != me + 0.25 * k ? 1 : 0;
+          },
+          wrong);
+      Kokkos::single(Kokkos::PerThread(team), [&]() {
+        if (wrong != 0) Kokkos::atomic_add(&out.data()[0], wrong);
+      });
+    }
+    team.team_barrier();  // every lane done with the take before one gives the slot back
+    if (slot >= 0) {
+      Kokkos::single(Kokkos::PerThread(team),
+                     [&]() { Kokkos::atomic_add(&occupancy.data()[slot], -1ll); });
+    }
+  }
+};
+
 // A league of sixteen times the slots a per_team workspace gets for `policy` (made and finished
 // at once to count them), at least 64: every slot is reused many times.
 int league_for(Alloc& alloc, const team_policy& policy) {
@@ -426,3 +478,37 @@ TEST_CASE(
       });
 }
 #endif
+
+TEST_CASE(
+    "workspace device: per_thread arenas in a team kernel are the threads', shared by their vector "
+    "lanes: a ThreadVectorRange fill reads back across the lanes") {
+  Alloc alloc(1 << 22);
+  const int most_vector = team_policy::vector_length_max();
+  for (const int want : {1, 8}) {
+    const int vector = want < most_vector ? want : most_vector;
+    const team_policy probe(alloc.execution_space_instance(), 1, 1, vector);
+    const int most_team = probe.team_size_max(TeamThreadFill{WS(), 1, 1, 1, counts(), counts()},
+                                              Kokkos::ParallelForTag());
+    const int team = 32 < most_team ? 32 : most_team;
+    const int league = 64;
+    CAPTURE(team);
+    CAPTURE(vector);
+    const team_policy policy(alloc.execution_space_instance(), league, team, vector);
+    for (int round = 1; round <= 2; ++round) {
+      CAPTURE(round);
+      auto scope = alloc.scope();
+      auto ws = alloc.workspace(policy, kbuf::per_thread{512, 4096},
+                                "device team per thread x" + std::to_string(vector));
+      counts out("out", 3);
+      counts occupancy("occupancy", ws.slots() > 0 ? ws.slots() : 1);
+      Kokkos::parallel_for("device team per thread", policy,
+                           TeamThreadFill{ws, 40, 300, 17, out, occupancy});
+      const kbuf::WorkspaceReport r = ws.finish();
+      CHECK(kbuf_test::nonzero_entries(out) == "");
+      CHECK(r.complete());
+      CHECK(r.arenas == static_cast<std::size_t>(league * team));  // one per thread, not per lane
+      CHECK(r.team_threads == 0u);  // per_thread arenas count no team
+      if (round == 1) CHECK(r.spills + r.fallbacks > 0);
+    }
+  }
+}

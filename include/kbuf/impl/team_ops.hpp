@@ -70,11 +70,14 @@ KBUF_IMPL_TEAM_KIND(hip_execution_space, team_hip)
 /// running the same code; on the host when the team has more than one thread, vector lanes
 /// being loops of one thread there), and the threads that run the team's code (team size x
 /// vector length on a GPU, the team size on the host).
+/// A per_thread arena's handle names the thread's team member with `per_thread` set: its
+/// threads are the thread's vector lanes, which meet through Kokkos' `PerThread` single.
 struct TeamHandle {
   const void* member = nullptr;
   int threads = 1;
   unsigned char kind = team_none;  // a team_kind (16 bytes in all, as the arena's other words)
   bool sync = false;
+  bool per_thread = false;
 };
 
 /// The threads of the calling thread's block (device code; 1 elsewhere).
@@ -96,6 +99,32 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
   KBUF_IMPL_IF_ON_HOST((h.threads = team.team_size();
                         h.sync = team.team_size() > 1 || team_kind_of<Member>::value == team_cuda ||
                                  team_kind_of<Member>::value == team_hip;))
+  return h;
+}
+
+/// The vector lanes of the calling thread's team thread (device code: the block's x extent, as
+/// Kokkos' CUDA and HIP team policies lay a team out; 1 elsewhere).
+KOKKOS_INLINE_FUNCTION int vector_lanes() {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  KBUF_IMPL_IF_ON_DEVICE((return static_cast<int>(blockDim.x);))
+#endif
+  return 1;
+}
+
+/// The handle of the calling thread of `team` with its vector lanes, for a per_thread arena. On
+/// a GPU its vector lanes are threads of the device that run the same code, so they share the
+/// arena and meet for its collective steps; on the host they are loops of one thread, which is
+/// alone with its arena (no team).
+template <class Member>
+KOKKOS_INLINE_FUNCTION TeamHandle thread_handle(const Member& team) {
+  static_assert(team_kind_of<Member>::value >= 0,
+                "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
+                "OpenMP, Threads, CUDA or HIP is needed");
+  TeamHandle h{};
+  KBUF_IMPL_IF_ON_DEVICE(
+      (h = TeamHandle{&team, vector_lanes(),
+                      static_cast<unsigned char>(team_kind_of<Member>::value), true, true};))
+  (void)team;
   return h;
 }
 
@@ -147,31 +176,47 @@ KOKKOS_INLINE_FUNCTION void visit_member(const TeamHandle& h, F& f) {
   KBUF_IMPL_IF_ON_HOST((visit_host_member(h, f);))
 }
 
-/// The team's barrier (nothing without a team).
+/// The team's barrier (nothing without a team); for a thread's vector lanes, a fence and a
+/// `PerThread` broadcast, which all of them reach.
 struct BarrierVisitor {
+  bool per_thread;
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
-    team.team_barrier();
+    if (per_thread) {
+      Kokkos::memory_fence();
+      int v = 0;
+      Kokkos::single(
+          Kokkos::PerThread(team), [&](int& x) { x = 1; }, v);
+    } else {
+      team.team_barrier();
+    }
   }
 };
 
 KOKKOS_INLINE_FUNCTION void team_barrier(const TeamHandle& h) {
   if (!h.sync) return;
-  const BarrierVisitor v{};
+  const BarrierVisitor v{h.per_thread};
   visit_member(h, v);
 }
 
 /// `value = f()` computed by one thread of the team and seen by all (Kokkos::single with
-/// PerTeam, which waits for it).
+/// PerTeam, which waits for it); for a thread's vector lanes, by one lane of them and seen by
+/// all (PerThread).
 template <class T, class F>
 struct SingleVisitor {
   F& f;
   T& value;
+  bool per_thread;
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     F& fn = f;
-    Kokkos::single(
-        Kokkos::PerTeam(team), [&](T& v) { v = fn(); }, value);
+    if (per_thread) {
+      Kokkos::single(
+          Kokkos::PerThread(team), [&](T& v) { v = fn(); }, value);
+    } else {
+      Kokkos::single(
+          Kokkos::PerTeam(team), [&](T& v) { v = fn(); }, value);
+    }
   }
 };
 
@@ -182,7 +227,7 @@ KOKKOS_INLINE_FUNCTION T team_single(const TeamHandle& h, F& f) {
     value = f();
     return value;
   }
-  const SingleVisitor<T, F> v{f, value};
+  const SingleVisitor<T, F> v{f, value, h.per_thread};
   visit_member(h, v);
   return value;
 }
