@@ -80,11 +80,15 @@ struct TeamHandle {
   bool per_thread = false;
 };
 
-/// The threads of the calling thread's block (device code; 1 elsewhere).
-KOKKOS_INLINE_FUNCTION int block_threads() {
+/// The threads of the calling thread's block (device code; 1 elsewhere), or with `x_only` those
+/// along its x extent: the vector lanes of one team thread, as Kokkos' CUDA and HIP team
+/// policies lay a team out.
+KOKKOS_INLINE_FUNCTION int block_threads(bool x_only = false) {
 #if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  KBUF_IMPL_IF_ON_DEVICE((return static_cast<int>(blockDim.x * blockDim.y * blockDim.z);))
+  KBUF_IMPL_IF_ON_DEVICE(
+      (return static_cast<int>(x_only ? blockDim.x : blockDim.x * blockDim.y * blockDim.z);))
 #endif
+  (void)x_only;
   return 1;
 }
 
@@ -102,29 +106,15 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
   return h;
 }
 
-/// The vector lanes of the calling thread's team thread (device code: the block's x extent, as
-/// Kokkos' CUDA and HIP team policies lay a team out; 1 elsewhere).
-KOKKOS_INLINE_FUNCTION int vector_lanes() {
-#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  KBUF_IMPL_IF_ON_DEVICE((return static_cast<int>(blockDim.x);))
-#endif
-  return 1;
-}
-
 /// The handle of the calling thread of `team` with its vector lanes, for a per_thread arena. On
 /// a GPU its vector lanes are threads of the device that run the same code, so they share the
 /// arena and meet for its collective steps; on the host they are loops of one thread, which is
 /// alone with its arena (no team).
 template <class Member>
 KOKKOS_INLINE_FUNCTION TeamHandle thread_handle(const Member& team) {
-  static_assert(team_kind_of<Member>::value >= 0,
-                "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
-                "OpenMP, Threads, CUDA or HIP is needed");
-  TeamHandle h{};
-  KBUF_IMPL_IF_ON_DEVICE(
-      (h = TeamHandle{&team, vector_lanes(),
-                      static_cast<unsigned char>(team_kind_of<Member>::value), true, true};))
-  (void)team;
+  TeamHandle h = team_handle(team);
+  KBUF_IMPL_IF_ON_DEVICE((h.threads = block_threads(true); h.per_thread = true;))
+  KBUF_IMPL_IF_ON_HOST((h = TeamHandle{};))
   return h;
 }
 
