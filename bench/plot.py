@@ -84,6 +84,14 @@ def bytes_label(n):
     return f"{n} TiB"
 
 
+def save(fig, fname):
+    """Lays out, writes (110 dpi) and closes a figure; returns its file name."""
+    fig.tight_layout()
+    fig.savefig(fname, dpi=110)
+    plt.close(fig)
+    return fname
+
+
 def title(meta, what):
     q = " (--quick: not meaningful)" if "quick" in meta else ""
     return (f"{what}\nKokkos {meta.get('kokkos', '?')}, {meta.get('backend', '?')}, "
@@ -126,10 +134,7 @@ def scaling_plot(meta, rows, section, xlabel, xfmt, fname, what):
     ax.grid(True, which="major", alpha=0.3)
     ax.set_title(title(meta, what), fontsize=11)
     ax.legend(fontsize=8, loc="upper left", framealpha=0.9)
-    fig.tight_layout()
-    fig.savefig(fname, dpi=110)
-    plt.close(fig)
-    return fname
+    return save(fig, fname)
 
 
 def round_plot(meta, rows, fname):
@@ -155,10 +160,7 @@ def round_plot(meta, rows, fname):
     ax.set_title(title(meta, "A round: scope, 8 temporaries of ranks 1-4, 64 B - 1 MiB, each "
                        "touched once"), fontsize=11)
     ax.grid(True, axis="x", alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(fname, dpi=110)
-    plt.close(fig)
-    return fname
+    return save(fig, fname)
 
 
 def warmup_plot(meta, rows, fname):
@@ -184,10 +186,7 @@ def warmup_plot(meta, rows, fname):
     axes[0].legend(fontsize=8)
     fig.suptitle(f"Warm-up from an empty allocator: fallbacks per round "
                  f"(Kokkos {meta.get('kokkos', '?')})", fontsize=11)
-    fig.tight_layout()
-    fig.savefig(fname, dpi=110)
-    plt.close(fig)
-    return fname
+    return save(fig, fname)
 
 
 def tensor_plot(meta, rows, fname):
@@ -222,10 +221,7 @@ def tensor_plot(meta, rows, fname):
     ax.legend(fontsize=8)
     ax.set_title(title(meta, "End to end: two-site environment network (6 contractions, "
                        "7 temporaries)"), fontsize=11)
-    fig.tight_layout()
-    fig.savefig(fname, dpi=110)
-    plt.close(fig)
-    return fname
+    return save(fig, fname)
 
 
 def threads_plot(meta, rows, fname):
@@ -254,10 +250,7 @@ def threads_plot(meta, rows, fname):
                  fontsize=11)
     ax.grid(True, axis="x", alpha=0.3)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(fname, dpi=110)
-    plt.close(fig)
-    return fname
+    return save(fig, fname)
 
 
 def main():

@@ -61,16 +61,21 @@ if has_stage valgrind; then extra_packages+=(valgrind); fi
 scripts/install-deps.sh "${extra_packages[@]}"
 
 start_all=$SECONDS
-# Each stage configures with its preset in CMakePresets.json (asan, tsan, fuzz, valgrind) into its own
-# folder under the build root; KBUF_CMAKE_ARGS adds or overrides options.
+# build_preset PRESET [TARGET...]: each stage configures with its preset in CMakePresets.json
+# (asan, tsan, fuzz, valgrind) into its own folder under the build root, b (KBUF_CMAKE_ARGS adds
+# or overrides options), and builds it: everything, or the targets named.
+build_preset() {
+  b="$build_root/$1"
+  cmake --preset "$1" -B "$b" "${extra_cmake[@]}" >/dev/null
+  shift
+  nice cmake --build "$b" -j "$jobs" ${1:+--target "$@"}
+}
 
 # ---- 1. The test suite under ASan + UBSan ---------------------------------------------------
 if has_stage asan; then
   say "ASan+UBSan build of the tests and examples (g++)"
   t0=$SECONDS
-  b="$build_root/asan"
-  cmake --preset asan -B "$b" "${extra_cmake[@]}" >/dev/null
-  nice cmake --build "$b" -j "$jobs"
+  build_preset asan
   say "ASan+UBSan test suite"
   # Options are compiled in (cmake/kbufSanitize.cmake); repeated here so that logs show them.
   ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:allocator_may_return_null=1 \
@@ -84,7 +89,6 @@ fi
 if has_stage tsan; then
   say "ThreadSanitizer build of the tests that use threads (g++)"
   t0=$SECONDS
-  b="$build_root/tsan"
   # Only the executables of the tests labelled "threads". ctest fails on a test added with
   # add_test whose executable is not built here; a doctest executable not built registers no
   # test at all, so each one labelled "threads" must be listed (the check below says which).
@@ -97,8 +101,7 @@ if has_stage tsan; then
     echo "ci-reliability: labelled threads in tests/ but not in tsan_targets: $missing" >&2
     exit 1
   fi
-  cmake --preset tsan -B "$b" "${extra_cmake[@]}" >/dev/null
-  nice cmake --build "$b" -j "$jobs" --target "${tsan_targets[@]}"
+  build_preset tsan "${tsan_targets[@]}"
   say "ThreadSanitizer: ctest -L threads"
   # Options are compiled in (halt_on_error=1:second_deadlock_stack=1); TSAN_OPTIONS overrides.
   ctest --test-dir "$b" --output-on-failure -j "$jobs" -L threads
@@ -109,9 +112,7 @@ fi
 if has_stage fuzz; then
   say "fuzzer build (clang++-14, libFuzzer + ASan + UBSan)"
   t0=$SECONDS
-  b="$build_root/fuzz"
-  cmake --preset fuzz -B "$b" "${extra_cmake[@]}" >/dev/null
-  nice cmake --build "$b" -j "$jobs" --target kbuf-fuzz-allocator
+  build_preset fuzz kbuf-fuzz-allocator
   fuzzer="$b/fuzz/kbuf-fuzz-allocator"
 
   say "replaying the committed corpus (fuzz/corpus)"
@@ -140,9 +141,7 @@ fi
 if has_stage valgrind; then
   say "plain build of the tests and examples for valgrind"
   t0=$SECONDS
-  b="$build_root/valgrind"
-  cmake --preset valgrind -B "$b" "${extra_cmake[@]}" >/dev/null
-  nice cmake --build "$b" -j "$jobs"
+  build_preset valgrind
   mapfile -t exes < <(find "$b/tests" "$b/examples" -type f -perm -u+x \
                         \( -name 'kbuf-test-*' -o -name 'kbuf-usage' \) | sort)
   say "valgrind memcheck"

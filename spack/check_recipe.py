@@ -97,6 +97,13 @@ class Report:
         self.failures += 1
         print(f"    FAIL  {msg}")
 
+    def check(self, condition, ok_msg, fail_msg):
+        """ok(ok_msg) when condition holds, else fail(fail_msg)."""
+        if condition:
+            self.ok(ok_msg)
+        else:
+            self.fail(fail_msg)
+
 
 def rel(path):
     try:
@@ -376,12 +383,10 @@ def main():
     if not used:
         report.ok("no define_from_variant in the recipe")
     for variant, var, line in used:
-        if variant in known:
-            origin = known[variant]
-            origin = f"line {origin}" if isinstance(origin, int) else origin
-            report.ok(f"variant '{variant}' ({origin}) -> {var}")
-        else:
-            report.fail(f"{rel(RECIPE)}:{line}: {var} uses variant '{variant}', which is not declared")
+        origin = known.get(variant)
+        origin = f"line {origin}" if isinstance(origin, int) else origin
+        report.check(variant in known, f"variant '{variant}' ({origin}) -> {var}",
+                     f"{rel(RECIPE)}:{line}: {var} uses variant '{variant}', which is not declared")
 
     # 4. The install-test consumer the recipe's stand-alone test builds.
     report.section(f"the install-test consumer {rel(CONSUMER)} exists")
@@ -389,14 +394,11 @@ def main():
         report.fail(f"{rel(CONSUMER)} is missing (the recipe's test_consumer builds it)")
     else:
         cmds = list(cmake_commands(CONSUMER.read_text(encoding="utf-8")))
-        if any(n == "find_package" and a and a[0] == "kbuf" for n, a, _ in cmds):
-            report.ok("find_package(kbuf ...)")
-        else:
-            report.fail(f"{rel(CONSUMER)} does not find_package(kbuf)")
-        if any(n == "add_executable" and a and a[0] == "kbuf-consumer" for n, a, _ in cmds):
-            report.ok("add_executable(kbuf-consumer ...), the program test_consumer runs")
-        else:
-            report.fail(f"{rel(CONSUMER)} builds no kbuf-consumer executable (test_consumer runs it)")
+        report.check(any(n == "find_package" and a and a[0] == "kbuf" for n, a, _ in cmds),
+                     "find_package(kbuf ...)", f"{rel(CONSUMER)} does not find_package(kbuf)")
+        report.check(any(n == "add_executable" and a and a[0] == "kbuf-consumer" for n, a, _ in cmds),
+                     "add_executable(kbuf-consumer ...), the program test_consumer runs",
+                     f"{rel(CONSUMER)} builds no kbuf-consumer executable (test_consumer runs it)")
 
     # 5. Every package the CMake looks up has a depends_on.
     deps = CMakeFacts()
@@ -425,11 +427,11 @@ def main():
                 f"find_package({pkg}) at {where}: unknown to this check; add a depends_on() to "
                 "the recipe and the name to SPACK_NAMES in spack/check_recipe.py"
             )
-        elif spack_name in recipe.depends:
-            report.ok(f"find_package({pkg}) at {where} -> depends_on('{spack_name}') "
-                      f"at line {recipe.depends[spack_name]}")
         else:
-            report.fail(f"find_package({pkg}) at {where}: the recipe has no depends_on('{spack_name}')")
+            report.check(spack_name in recipe.depends,
+                         f"find_package({pkg}) at {where} -> depends_on('{spack_name}') "
+                         f"at line {recipe.depends.get(spack_name)}",
+                         f"find_package({pkg}) at {where}: the recipe has no depends_on('{spack_name}')")
 
     # 6. repo.yaml.
     report.section(f"{rel(REPO_YAML)} declares namespace kbuf and a v2 package API")

@@ -5,29 +5,22 @@
 # ranks, print the statistics reduced over them, and report no rank with a fallback after
 # warm-up.
 #   -DONE=... -DMANY=... -DRANKS=n -DCSV_PREFIX=path
+include("${CMAKE_CURRENT_LIST_DIR}/tebd_runs.cmake")
+
+# Runs COMMAND with --csv CSV and sets NAME_out, NAME_runs (the run lines, each up to its error:
+# timings differ) and NAME_rows (the CSV rows' columns that do not time).
 function(run_and_collect name command csv)
   file(REMOVE "${csv}")
-  execute_process(COMMAND ${command} --csv "${csv}" RESULT_VARIABLE rc OUTPUT_VARIABLE out
-                  ERROR_VARIABLE err)
-  if(NOT rc STREQUAL "0")
-    message(FATAL_ERROR "${name}: exit status ${rc}, expected 0\n${out}${err}")
-  endif()
-  # The run lines, each up to its error: "model ... strategy S: energy per site E exact X error D".
-  string(REGEX MATCHALL "(^|\n)model [^\n]* error [0-9.e+-]+" found "${out}")
-  set(runs)
-  foreach(line IN LISTS found)
-    string(STRIP "${line}" line)
-    list(APPEND runs "${line}")
-  endforeach()
+  tebd_runs(${name} "${command};--csv;${csv}" " error [0-9.e+-]+")
   file(STRINGS "${csv}" rows)
   set(cut)
   foreach(row IN LISTS rows)
-    # model,field,chi,strategy,steps,energy,exact,abs_error: the columns that do not time.
+    # model,field,chi,strategy,steps,energy,exact,abs_error
     string(REGEX MATCH "^([^,]*,){7}[^,]*" row "${row}")
     list(APPEND cut "${row}")
   endforeach()
-  set(${name}_out "${out}${err}" PARENT_SCOPE)
-  set(${name}_runs "${runs}" PARENT_SCOPE)
+  set(${name}_out "${${name}_out}" PARENT_SCOPE)
+  set(${name}_runs "${${name}_runs}" PARENT_SCOPE)
   set(${name}_rows "${cut}" PARENT_SCOPE)
 endfunction()
 

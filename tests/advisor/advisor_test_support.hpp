@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace kbuf_advisor_test {
 
@@ -18,6 +19,25 @@ using kbuf_advisor::Settings;
 // Distinct fake addresses: the advisor never dereferences them.
 inline const void* address(std::uintptr_t i) {
   return reinterpret_cast<const void*>(0x10000 + 64 * i);
+}
+
+// An allocation in SPACE freed at once: ADDRESS(i), BYTES bytes.
+inline void allocate_and_free(Advisor& a, const char* space, const char* label, std::uintptr_t i,
+                              std::uint64_t bytes) {
+  a.allocate(space, label, address(i), bytes);
+  a.deallocate(space, label, address(i), bytes);
+}
+
+// What a kbuf allocator named OWNER reports for a temporary LABEL it serves from a fallback, as
+// kbuf-advisor sees it: the fallback ("OWNER::fallback" in Host), the temporary's record in the
+// space "kbuf:OWNER" at the same address, then both freed, the record first.
+inline void kbuf_fallback_temporary(Advisor& a, const std::string& owner, const char* label,
+                                    std::uintptr_t i, std::uint64_t bytes) {
+  const std::string fallback = owner + "::fallback", records = "kbuf:" + owner;
+  a.allocate("Host", fallback.c_str(), address(i), bytes);
+  a.allocate(records.c_str(), label, address(i), bytes);
+  a.deallocate(records.c_str(), label, address(i), bytes);
+  a.deallocate("Host", fallback.c_str(), address(i), bytes);
 }
 
 // The allocations not served for one reason.

@@ -109,8 +109,7 @@ TEST_CASE("an allocation that lives more kernels than the limit is not served") 
   Advisor a(s);
   a.allocate("Host", "state", address(1), 512);
   kernels(a, 5);
-  a.allocate("Host", "tmp", address(2), 256);
-  a.deallocate("Host", "tmp", address(2), 256);
+  allocate_and_free(a, "Host", "tmp", 2, 256);
   a.deallocate("Host", "state", address(1), 512);
   const Results r = a.finish();
   CHECK(reason(r, Reason::too_long) == 1);
@@ -147,8 +146,7 @@ TEST_CASE(
   Advisor a(s);
   a.allocate("Host", "kept", address(0), 64);
   for (std::uintptr_t i = 1; i <= 20; ++i) {
-    a.allocate("Host", "tmp", address(i), 64);
-    a.deallocate("Host", "tmp", address(i), 64);
+    allocate_and_free(a, "Host", "tmp", i, 64);
   }
   a.allocate("Host", "leaked", address(99), 64);
   const Results r = a.finish();
@@ -162,8 +160,7 @@ TEST_CASE("kbuf's own records (kbuf:* spaces) are reported apart, never as alloc
   Advisor a(Settings{});
   a.allocate("Host", "kbuf::buffer", address(1), 4096);
   a.allocate("kbuf:mine", "temporary", address(1), 100);
-  a.allocate("kbuf:mine", "temporary", address(3), 200);
-  a.deallocate("kbuf:mine", "temporary", address(3), 200);
+  allocate_and_free(a, "kbuf:mine", "temporary", 3, 200);
   a.deallocate("kbuf:mine", "temporary", address(1), 100);
   a.deallocate("Host", "kbuf::buffer", address(1), 4096);
   const Results r = a.finish();
@@ -183,15 +180,11 @@ TEST_CASE("a kbuf allocator's own buffer and fallbacks are never taken for tempo
   // The allocator "mine": its buffer, then its records, a fallback and its record.
   a.allocate("Host", "mine::buffer", address(1), 4096);
   a.allocate("kbuf:mine", "t", address(1), 4000);
-  a.allocate("Host", "mine::fallback", address(2), 500);
-  a.allocate("kbuf:mine", "t", address(2), 500);
-  a.deallocate("kbuf:mine", "t", address(2), 500);
-  a.deallocate("Host", "mine::fallback", address(2), 500);
+  kbuf_fallback_temporary(a, "mine", "t", 2, 500);
   a.deallocate("kbuf:mine", "t", address(1), 4000);
   a.deallocate("Host", "mine::buffer", address(1), 4096);
   // A program's own label that merely ends the same way, with no kbuf records behind it.
-  a.allocate("Host", "halo::buffer", address(3), 256);
-  a.deallocate("Host", "halo::buffer", address(3), 256);
+  allocate_and_free(a, "Host", "halo::buffer", 3, 256);
   const Results r = a.finish();
   CHECK(r.allocations == 3);
   CHECK(reason(r, Reason::kbuf_own) == 2);
@@ -241,8 +234,7 @@ TEST_CASE("the three files: the JSON's fixed fields, the trace's format, the SVG
   a.end_deep_copy();
   a.deallocate("Host", "y", address(2), 10);
   a.deallocate("Host", "x", address(1), 1000);
-  a.allocate("Host", "y", address(3), 10);
-  a.deallocate("Host", "y", address(3), 10);
+  allocate_and_free(a, "Host", "y", 3, 10);
   a.pop_region();
   const Results r = a.finish();
   const std::string dir = temp_dir();

@@ -139,8 +139,7 @@ TEST_CASE("an allocation freed by another thread is its allocating thread's temp
     a.allocate("Host", "handed over", address(7), 1000);
     step.arrive();
     step.wait_for(2);  // freed by the other thread
-    a.allocate("Host", "own", address(8), 100);
-    a.deallocate("Host", "own", address(8), 100);
+    allocate_and_free(a, "Host", "own", 8, 100);
     step.arrive();
     step.wait_for(4);
   });

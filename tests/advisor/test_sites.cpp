@@ -190,8 +190,7 @@ TEST_CASE("a site's temporary freed under another site's is released at its own 
     a.allocate("Host", "small", address(1), 4000);
     a.allocate("Host", "big", address(2), 100000);
     a.deallocate("Host", "small", address(1), 4000);
-    a.allocate("Host", "small", address(3), 4000);
-    a.deallocate("Host", "small", address(3), 4000);
+    allocate_and_free(a, "Host", "small", 3, 4000);
     a.deallocate("Host", "big", address(2), 100000);
   }
   const Results r = a.finish();
@@ -259,21 +258,15 @@ TEST_CASE("kbuf's records by label: what was adopted, and what the program still
   Advisor a(Settings{});
   // The allocator "halo" serves "send_buffer" (its buffer, a fallback, then its records); the
   // program still allocates "send_buffer" outside the scopes and "recv_buffer" itself.
-  a.allocate("Host", "halo::fallback", address(1), 800);
-  a.allocate("kbuf:halo", "send_buffer", address(1), 800);
-  a.deallocate("kbuf:halo", "send_buffer", address(1), 800);
-  a.deallocate("Host", "halo::fallback", address(1), 800);
+  kbuf_fallback_temporary(a, "halo", "send_buffer", 1, 800);
   a.allocate("Host", "halo::buffer", address(2), 4096);
   for (int step = 0; step < 5; ++step) {
     a.allocate("kbuf:halo", "send_buffer", address(2), 800);
-    a.allocate("Host", "recv_buffer", address(3), 500);
-    a.deallocate("Host", "recv_buffer", address(3), 500);
+    allocate_and_free(a, "Host", "recv_buffer", 3, 500);
     a.deallocate("kbuf:halo", "send_buffer", address(2), 800);
   }
-  a.allocate("Host", "send_buffer", address(4), 800);
-  a.deallocate("Host", "send_buffer", address(4), 800);
-  a.allocate("kbuf:other", "temporary", address(5), 16);  // no buffer seen: its own space
-  a.deallocate("kbuf:other", "temporary", address(5), 16);
+  allocate_and_free(a, "Host", "send_buffer", 4, 800);
+  allocate_and_free(a, "kbuf:other", "temporary", 5, 16);  // no buffer seen: its own space
   a.deallocate("Host", "halo::buffer", address(2), 4096);
   const Results r = a.finish();
   REQUIRE(r.adopted.size() == 2);
@@ -307,16 +300,14 @@ TEST_CASE("the memory series: a peak is drawn only where it was held") {
   // for an instant, each followed by 10 ms with nothing held.
   Advisor a(Settings{});
   for (std::uintptr_t i = 0; i < 2500; ++i) {
-    a.allocate("Host", "tiny", address(1), 64);
-    a.deallocate("Host", "tiny", address(1), 64);
+    allocate_and_free(a, "Host", "tiny", 1, 64);
   }
   for (int peak = 0; peak < 4; ++peak) {
     a.allocate("Host", "peak", address(2), 1 << 20);
     a.deallocate("Host", "peak", address(2), 1 << 20);
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  a.allocate("Host", "end", address(3), 64);
-  a.deallocate("Host", "end", address(3), 64);
+  allocate_and_free(a, "Host", "end", 3, 64);
   const Results r = a.finish();
   REQUIRE(!r.series.empty());
   double peak_time = 0;
@@ -362,8 +353,7 @@ TEST_CASE("region labels in the picture never overprint one another") {
                          "force",          "integrate",       "output"};
   for (int i = 0; i < 40; ++i) {
     a.push_region(names[i % 6]);
-    a.allocate("Host", "tmp", address(1), 64);
-    a.deallocate("Host", "tmp", address(1), 64);
+    allocate_and_free(a, "Host", "tmp", 1, 64);
     a.pop_region();
     if (i % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

@@ -10,21 +10,7 @@
 # steps) is several 1e-6. A bound tied to one build's last digits would fail in another's.
 # FOREIGN must name the foreign memory space.
 #   -DHOST=... -DFOREIGN=...
-function(run_tebd name command)
-  execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(NOT rc STREQUAL "0")
-    message(FATAL_ERROR "${name}: exit status ${rc}, expected 0\n${out}${err}")
-  endif()
-  # "model M field F chi C strategy S: energy per site E exact X error D steps N ... chi reached R"
-  string(REGEX MATCHALL "(^|\n)model [^\n]*chi reached [0-9]+" found "${out}")
-  set(runs)
-  foreach(line IN LISTS found)
-    string(STRIP "${line}" line)
-    list(APPEND runs "${line}")
-  endforeach()
-  set(${name}_out "${out}${err}" PARENT_SCOPE)
-  set(${name}_runs "${runs}" PARENT_SCOPE)
-endfunction()
+include("${CMAKE_CURRENT_LIST_DIR}/../../src/tebd/tebd_runs.cmake")
 
 # "-1.0635444087" as an integer count of 1e-10: -10635444087.
 function(units_of value out)
@@ -62,8 +48,9 @@ function(abs_of value out)
   set(${out} "${value}" PARENT_SCOPE)
 endfunction()
 
-run_tebd(host "${HOST}")
-run_tebd(foreign "${FOREIGN}")
+# "model M field F chi C strategy S: energy per site E exact X error D steps N ... chi reached R"
+tebd_runs(host "${HOST}" "chi reached [0-9]+")
+tebd_runs(foreign "${FOREIGN}" "chi reached [0-9]+")
 if(NOT foreign_out MATCHES "memory space KbufForeignSpace")
   message(FATAL_ERROR "the foreign build does not say it ran in the foreign space:\n${foreign_out}")
 endif()

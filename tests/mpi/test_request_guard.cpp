@@ -71,13 +71,19 @@ int overwritten_after(Alloc& alloc, const void* receive_buffer, std::vector<MPI_
   return clobbered;
 }
 
+// The scenario's two ranks (of two or more): rank 0 plays its side (send_when_ready) and
+// returns false, rank 1 returns true to play the receiver's; the other ranks return false.
+bool receives_from_rank_0() {
+  if (world_size() < 2) return false;
+  const int r = world_rank();
+  if (r == 0) send_when_ready();
+  return r == 1;
+}
+
 }  // namespace
 
 TEST_CASE("RequestGuard: an early exit before the wait leaves the next temporary intact") {
-  if (world_size() < 2) return;
-  const int r = world_rank();
-  if (r == 0) send_when_ready();
-  if (r != 1) return;
+  if (!receives_from_rank_0()) return;
   Alloc alloc(Exec(), 1 << 16, Alloc::default_alignment, "halo");
   const void* receive_buffer = nullptr;
   std::vector<MPI_Request> leaked;  // stays empty: the guard owns the requests
@@ -104,10 +110,7 @@ TEST_CASE("RequestGuard: an early exit before the wait leaves the next temporary
 // (mpi.request_guard_absent_corrupts), which shows what the test above guards against.
 TEST_CASE("without a guard an early exit before MPI_Waitall corrupts the next temporary" *
           doctest::skip()) {
-  if (world_size() < 2) return;
-  const int r = world_rank();
-  if (r == 0) send_when_ready();
-  if (r != 1) return;
+  if (!receives_from_rank_0()) return;
   Alloc alloc(Exec(), 1 << 16, Alloc::default_alignment, "halo");
   const void* receive_buffer = nullptr;
   std::vector<MPI_Request> leaked(2, MPI_REQUEST_NULL);

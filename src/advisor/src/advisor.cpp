@@ -131,30 +131,32 @@ const char* to_string(Reason r) noexcept {
   return "?";
 }
 
+namespace {
+// The sum of `of(r)` over the replay's allocators.
+template <class T, class Of>
+T sum_over(const std::vector<ReplayResult>& replays, Of of) noexcept {
+  T sum = 0;
+  for (const ReplayResult& r : replays) sum += of(r);
+  return sum;
+}
+}  // namespace
+
 std::size_t Results::capacity() const noexcept {
-  std::size_t c = 0;
-  for (const ReplayResult& r : replays) c += r.capacity;
-  return c;
+  return sum_over<std::size_t>(replays, [](const ReplayResult& r) { return r.capacity; });
 }
 std::int64_t Results::allocations_avoided() const noexcept {
-  std::int64_t n = 0;
-  for (const ReplayResult& r : replays) n += r.allocations_avoided();
-  return n;
+  return sum_over<std::int64_t>(replays,
+                                [](const ReplayResult& r) { return r.allocations_avoided(); });
 }
 std::uint64_t Results::first_round_fallbacks() const noexcept {
-  std::uint64_t n = 0;
-  for (const ReplayResult& r : replays) n += r.first_round_fallbacks;
-  return n;
+  return sum_over<std::uint64_t>(replays,
+                                 [](const ReplayResult& r) { return r.first_round_fallbacks; });
 }
 std::uint64_t Results::fallbacks() const noexcept {
-  std::uint64_t n = 0;
-  for (const ReplayResult& r : replays) n += r.fallbacks;
-  return n;
+  return sum_over<std::uint64_t>(replays, [](const ReplayResult& r) { return r.fallbacks; });
 }
 std::uint64_t Results::served() const noexcept {
-  std::uint64_t n = 0;
-  for (const ReplayResult& r : replays) n += r.temporaries;
-  return n;
+  return sum_over<std::uint64_t>(replays, [](const ReplayResult& r) { return r.temporaries; });
 }
 
 namespace {
@@ -420,6 +422,19 @@ bool is_kbuf_space(const char* space) {
 
 }  // namespace
 
+namespace {
+// One more allocation or temporary of `size` bytes in totals that count them (`count`), their
+// bytes, the bytes held and the peak of those (a memory space's, a kbuf record space's, an
+// adopted label's).
+template <class Totals>
+void count_held(Totals& totals, std::uint64_t& count, std::uint64_t size) {
+  ++count;
+  totals.bytes += size;
+  totals.held += size;
+  totals.peak_held = std::max(totals.peak_held, totals.held);
+}
+}  // namespace
+
 struct Advisor::State {
   explicit State(Settings s) : settings(std::move(s)), t0(std::chrono::steady_clock::now()) {
     regions.push_back(Named{"", "(outside regions)", {}, 0, 0});
@@ -593,13 +608,33 @@ struct Advisor::State {
     return true;
   }
 
-  // Closes the newest span thread `t` opened in `open` (a kernel, a fence): one trace event.
-  void close_span(std::uint32_t t, std::vector<std::pair<std::uint32_t, double>>& open,
-                  TraceEvent::Kind kind) {
-    if (open.empty()) return;
-    const auto [name, t0] = open.back();
-    open.pop_back();
-    add_trace(kind, t, name, t0, now());
+  // A record of kbuf's own (a temporary in the space "kbuf:<allocator label>"), taken or
+  // released: counted for the record space and for the adopted label, never as an allocation.
+  void kbuf_record(const char* space, const char* label, std::uint64_t size, bool taken) {
+    const std::size_t i = kbuf_space(space);
+    KbufSpace& k = kbuf_spaces[i];
+    Adopted& a = adopted_entry(i, label);
+    if (taken) {
+      count_held(k, k.temporaries, size);
+      count_held(a, a.temporaries, size);
+    } else {
+      ++k.releases;
+      k.held -= std::min(k.held, size);
+      a.held -= std::min(a.held, size);
+    }
+  }
+
+  // Ends the newest span (a kernel, a fence) that the calling thread opened in its list `open`:
+  // one trace event.
+  void end_span(std::vector<std::pair<std::uint32_t, double>> ThreadState::*open,
+                TraceEvent::Kind kind) {
+    on_thread([&](std::uint32_t t) {
+      auto& spans = threads[t].*open;
+      if (spans.empty()) return;
+      const auto [name, t0] = spans.back();
+      spans.pop_back();
+      add_trace(kind, t, name, t0, now());
+    });
   }
 
   static std::uint64_t key(std::uint32_t t, std::uint32_t s) {
@@ -995,27 +1030,14 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
   if (s.finished) return;
   const double now = s.now();
   if (is_kbuf_space(space)) {
-    const std::size_t i = s.kbuf_space(space);
-    KbufSpace& k = s.kbuf_spaces[i];
-    ++k.temporaries;
-    k.bytes += size;
-    k.held += size;
-    k.peak_held = std::max(k.peak_held, k.held);
-    Adopted& a = s.adopted_entry(i, label);
-    ++a.temporaries;
-    a.bytes += size;
-    a.held += size;
-    a.peak_held = std::max(a.peak_held, a.held);
+    s.kbuf_record(space, label, size, true);
     return;
   }
   const std::uint32_t t = s.thread_id(slot);
   const std::uint64_t seq = ++s.seq;
   const std::uint32_t sp = s.space_id(space);
   SpaceTotals& st = s.spaces[sp];
-  ++st.allocations;
-  st.bytes += size;
-  st.held += size;
-  st.peak_held = std::max(st.peak_held, st.held);
+  count_held(st, st.allocations, size);
   ++s.allocations;
   s.bytes += size;
   s.held += size;
@@ -1067,12 +1089,7 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
   if (s.finished) return;
   const double now = s.now();
   if (is_kbuf_space(space)) {
-    const std::size_t i = s.kbuf_space(space);
-    KbufSpace& k = s.kbuf_spaces[i];
-    ++k.releases;
-    k.held -= std::min(k.held, size);
-    Adopted& a = s.adopted_entry(i, label);
-    a.held -= std::min(a.held, size);
+    s.kbuf_record(space, label, size, false);
     return;
   }
   ++s.deallocations;
@@ -1122,9 +1139,7 @@ std::uint64_t Advisor::begin_kernel(const char* name) {
 
 void Advisor::end_kernel(std::uint64_t handle) {
   (void)handle;
-  State& s = *state_;
-  s.on_thread(
-      [&](std::uint32_t t) { s.close_span(t, s.threads[t].kernels_open, TraceEvent::kernel); });
+  state_->end_span(&ThreadState::kernels_open, TraceEvent::kernel);
 }
 
 void Advisor::push_region(const char* name) {
@@ -1178,9 +1193,7 @@ std::uint64_t Advisor::begin_fence(const char* name) {
 
 void Advisor::end_fence(std::uint64_t handle) {
   (void)handle;
-  State& s = *state_;
-  s.on_thread(
-      [&](std::uint32_t t) { s.close_span(t, s.threads[t].fences_open, TraceEvent::fence); });
+  state_->end_span(&ThreadState::fences_open, TraceEvent::fence);
 }
 
 void Advisor::begin_deep_copy(const char* dst_space, const char* dst_label, const char* src_space,

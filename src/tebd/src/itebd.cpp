@@ -297,6 +297,17 @@ struct HostState {
   std::size_t cl, cr;
 };
 
+// The largest |G(i, j) - δ_ij| of an n × n matrix G given entry by entry: how far G is from
+// the identity.
+template <class Entry>
+double identity_error(std::size_t n, Entry g) {
+  double err = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = 0; j < n; ++j)
+      err = std::max(err, std::fabs(g(i, j) - (i == j ? 1.0 : 0.0)));
+  return err;
+}
+
 HostState host_site(const State& st, int x) {
   HostState h;
   h.gamma = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), st.gamma[x].data);
@@ -311,34 +322,28 @@ HostState host_site(const State& st, int x) {
 
 double left_canonical_error(const State& st, int x) {
   const HostState h = host_site(st, x);
-  double err = 0;
-  for (std::size_t b = 0; b < h.cr; ++b)
-    for (std::size_t b2 = 0; b2 < h.cr; ++b2) {
-      double sum = 0;
-      for (std::size_t a = 0; a < h.cl; ++a)
-        for (std::size_t s = 0; s < d; ++s) {
-          const double l = h.lambda_left(a);
-          sum += l * l * h.gamma((a * d + s) * h.cr + b) * h.gamma((a * d + s) * h.cr + b2);
-        }
-      err = std::max(err, std::fabs(sum - (b == b2 ? 1.0 : 0.0)));
-    }
-  return err;
+  return identity_error(h.cr, [&](std::size_t b, std::size_t b2) {
+    double sum = 0;
+    for (std::size_t a = 0; a < h.cl; ++a)
+      for (std::size_t s = 0; s < d; ++s) {
+        const double l = h.lambda_left(a);
+        sum += l * l * h.gamma((a * d + s) * h.cr + b) * h.gamma((a * d + s) * h.cr + b2);
+      }
+    return sum;
+  });
 }
 
 double right_canonical_error(const State& st, int x) {
   const HostState h = host_site(st, x);
-  double err = 0;
-  for (std::size_t a = 0; a < h.cl; ++a)
-    for (std::size_t a2 = 0; a2 < h.cl; ++a2) {
-      double sum = 0;
-      for (std::size_t s = 0; s < d; ++s)
-        for (std::size_t b = 0; b < h.cr; ++b) {
-          const double l = h.lambda_right(b);
-          sum += h.gamma((a * d + s) * h.cr + b) * l * l * h.gamma((a2 * d + s) * h.cr + b);
-        }
-      err = std::max(err, std::fabs(sum - (a == a2 ? 1.0 : 0.0)));
-    }
-  return err;
+  return identity_error(h.cl, [&](std::size_t a, std::size_t a2) {
+    double sum = 0;
+    for (std::size_t s = 0; s < d; ++s)
+      for (std::size_t b = 0; b < h.cr; ++b) {
+        const double l = h.lambda_right(b);
+        sum += h.gamma((a * d + s) * h.cr + b) * l * l * h.gamma((a2 * d + s) * h.cr + b);
+      }
+    return sum;
+  });
 }
 
 double lambda_norm_error(const State& st, int x) {
