@@ -23,3 +23,46 @@ function(kbuf_own_mpi_session_dirs)
                  "OMPI_MCA_orte_tmpdir_base=${PROJECT_BINARY_DIR}/ompi-sessions/${id}")
   endforeach()
 endfunction()
+
+# kbuf_pin_switches(): no verdict of the calling folder's tests so far follows the environment of
+# the run: each runs with kbuf's run-time switches as the doctest executables set them for
+# themselves (tests/support/doctest_run.hpp): pass-through off (KBUF_PASSTHROUGH=0), records for
+# Kokkos Tools on (KBUF_TOOLS_REPORT=1) and no saved sizes (KBUF_SIZES empty: none is loaded or
+# saved). A test that sets one of them itself (its ENVIRONMENT, or `cmake -E env` in its command)
+# keeps its own. Every folder that registers tests calls it at its end; the top-level
+# CMakeLists.txt checks that none was missed (kbuf_check_switches_pinned).
+set(KBUF_PINNED_SWITCHES KBUF_PASSTHROUGH=0 KBUF_TOOLS_REPORT=1 KBUF_SIZES=)
+function(kbuf_pin_switches)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(test IN LISTS tests)
+    get_test_property("${test}" ENVIRONMENT env)
+    if(NOT env)
+      set(env "")
+    endif()
+    foreach(pin IN LISTS KBUF_PINNED_SWITCHES)
+      string(REGEX REPLACE "=.*" "=" var "${pin}")
+      string(FIND ";${env}" ";${var}" at)
+      if(at EQUAL -1)
+        set_property(TEST "${test}" APPEND PROPERTY ENVIRONMENT "${pin}")
+      endif()
+    endforeach()
+  endforeach()
+  list(LENGTH tests n)
+  set_property(GLOBAL APPEND PROPERTY KBUF_PINNED_FOLDERS "${CMAKE_CURRENT_SOURCE_DIR}=${n}")
+endfunction()
+
+# kbuf_check_switches_pinned(<folder>): fails the configuration when a folder below <folder>
+# registered tests that kbuf_pin_switches() did not see.
+function(kbuf_check_switches_pinned folder)
+  get_property(pinned GLOBAL PROPERTY KBUF_PINNED_FOLDERS)
+  get_property(tests DIRECTORY "${folder}" PROPERTY TESTS)
+  list(LENGTH tests n)
+  if(n GREATER 0 AND NOT "${folder}=${n}" IN_LIST pinned)
+    message(FATAL_ERROR "kbuf: ${folder} registers ${n} tests after (or without) "
+                        "kbuf_pin_switches() at its end (cmake/kbufTestProperties.cmake)")
+  endif()
+  get_property(subfolders DIRECTORY "${folder}" PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subfolders)
+    kbuf_check_switches_pinned("${sub}")
+  endforeach()
+endfunction()

@@ -8,7 +8,11 @@
 #      glibc's MALLOC_PERTURB_ (freed and new memory filled) and a few kilobytes more of
 #      environment (the stack moves);
 #   2. the same tests, glibc's own malloc with MALLOC_PERTURB_, MALLOC_TOP_PAD_ and another
-#      environment size;
+#      environment size, and kbuf's run-time switches set against what every test pins for
+#      itself (cmake/kbufTestProperties.cmake): KBUF_PASSTHROUGH=1, KBUF_TOOLS_REPORT=0 and
+#      KBUF_SIZES naming a file in the build folder, which no test may write (a test that
+#      followed them fails here: before the pins, 40 failed under pass-through and some wrote
+#      the file);
 #   3. the allocator's own tests (unit, reliability, and the foreign space's, whose alignment is
 #      below kbuf's) with the shifted heap again, once per seed 2 to 1 + KBUF_HEAP_SEEDS
 #      (default 24): a verdict that holds for 13 placements in 16 passes one run in a few, so
@@ -48,8 +52,15 @@ run() {
 }
 run "every test but the build ones, blocks shifted by multiples of 16 (seed 1), MALLOC_PERTURB_, 3000 bytes more environment" \
   LD_PRELOAD="$lib" KBUF_HEAP_SEED=1 MALLOC_PERTURB_=165 KBUF_ENVIRONMENT_PAD="$(pad 3000)" -- -LE '^build$'
-run "every test but the build ones, glibc's malloc, MALLOC_PERTURB_, MALLOC_TOP_PAD_, 7001 bytes more environment" \
-  MALLOC_PERTURB_=90 MALLOC_TOP_PAD_=65537 KBUF_ENVIRONMENT_PAD="$(pad 7001)" -- -LE '^build$'
+sizes_file="$(cd "$build" && pwd)/check-heap-sizes"
+rm -f "$sizes_file"
+run "every test but the build ones, glibc's malloc, MALLOC_PERTURB_, MALLOC_TOP_PAD_, 7001 bytes more environment, kbuf's switches the other way" \
+  MALLOC_PERTURB_=90 MALLOC_TOP_PAD_=65537 KBUF_ENVIRONMENT_PAD="$(pad 7001)" \
+  KBUF_PASSTHROUGH=1 KBUF_TOOLS_REPORT=0 KBUF_SIZES="$sizes_file" -- -LE '^build$'
+if [ -e "$sizes_file" ]; then
+  echo "check-heap: a test followed KBUF_SIZES from the environment and wrote $sizes_file" >&2
+  failed=1
+fi
 seeds=${KBUF_HEAP_SEEDS:-24}
 for ((seed = 2; seed <= seeds + 1; ++seed)); do
   run "the allocator's tests, blocks shifted (seed $seed)" LD_PRELOAD="$lib" KBUF_HEAP_SEED=$seed \
