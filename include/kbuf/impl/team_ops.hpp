@@ -6,9 +6,11 @@
 /// every execution space, can still synchronise its team: a barrier, and a value computed once per
 /// team and broadcast to its threads. The handle names the member's execution space; each
 /// operation calls that space's own member functions (`team_barrier`, `Kokkos::single` with
-/// `PerTeam`). On the device pass of nvcc and hipcc only the device member exists. Not part of
+/// `PerTeam`). On the device pass of nvcc and hipcc only the device member exists. A member of
+/// the host's model of a device team (`EmulatedTeamMember`) is seen as a device's. Not part of
 /// the API.
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -26,7 +28,30 @@ enum team_kind : int {
   team_openmp = 2,
   team_threads = 3,
   team_cuda = 4,
-  team_hip = 5
+  team_hip = 5,
+  team_emulated = 6
+};
+
+/// The host's model of a GPU's team, for tests: a team member type derived from it runs each of
+/// its team's threads *and vector lanes* as a host thread of its own, as a GPU runs them, and is
+/// seen by kbuf as a device's member (its vector lanes share a per_thread arena, its team's
+/// lanes a per_team arena). The derived type has `league_rank()`, `team_size()` and
+/// `team_rank()` as Kokkos' members do. Host code only.
+class EmulatedTeamMember {
+ public:
+  /// The vector lanes of each thread of the team.
+  virtual int vector_length() const = 0;
+  /// Every lane of the calling thread (`per_thread`), or every lane of the team, arrives, with
+  /// its memory written before; if `run` is not null one of them calls `run(ctx, out)` and each
+  /// of the others gets that lane's first `bytes` of `out` in its own; then all go on.
+  virtual void meet(bool per_thread, void (*run)(void* ctx, void* out), void* ctx, void* out,
+                    std::size_t bytes) const = 0;
+
+ protected:
+  EmulatedTeamMember() = default;
+  EmulatedTeamMember(const EmulatedTeamMember&) = default;
+  EmulatedTeamMember& operator=(const EmulatedTeamMember&) = default;
+  ~EmulatedTeamMember() = default;
 };
 
 #if defined(KOKKOS_ENABLE_HIP)
@@ -65,11 +90,15 @@ KBUF_IMPL_TEAM_KIND(hip_execution_space, team_hip)
 #endif
 #undef KBUF_IMPL_TEAM_KIND
 
+template <class Member>
+struct team_kind_of<Member, std::enable_if_t<std::is_base_of<EmulatedTeamMember, Member>::value>>
+    : std::integral_constant<int, team_emulated> {};
+
 /// A team member: its address, its kind (team_none: one thread, nothing to synchronise),
 /// whether its barriers are needed (on a GPU always: a team of one thread still has vector lanes
 /// running the same code; on the host when the team has more than one thread, vector lanes
 /// being loops of one thread there), and the threads that run the team's code (team size x
-/// vector length on a GPU, the team size on the host).
+/// vector length on a GPU and in the host's model of one, the team size on the host).
 /// A per_thread arena's handle names the thread's team member with `per_thread` set: its
 /// threads are the thread's vector lanes, which meet through Kokkos' `PerThread` single.
 struct TeamHandle {
@@ -99,6 +128,11 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
                 "kbuf::Workspace::arena(team): the team member of a TeamPolicy of Serial, "
                 "OpenMP, Threads, CUDA or HIP is needed");
   TeamHandle h{&team, 1, static_cast<unsigned char>(team_kind_of<Member>::value), true};
+  if constexpr (team_kind_of<Member>::value == team_emulated) {
+    KBUF_IMPL_IF_ON_HOST((h.member = static_cast<const EmulatedTeamMember*>(&team);
+                          h.threads = team.team_size() * team.vector_length();))
+    return h;
+  }
   KBUF_IMPL_IF_ON_DEVICE((h.threads = block_threads();))
   KBUF_IMPL_IF_ON_HOST((h.threads = team.team_size();
                         h.sync = team.team_size() > 1 || team_kind_of<Member>::value == team_cuda ||
@@ -109,10 +143,14 @@ KOKKOS_INLINE_FUNCTION TeamHandle team_handle(const Member& team) {
 /// The handle of the calling thread of `team` with its vector lanes, for a per_thread arena. On
 /// a GPU its vector lanes are threads of the device that run the same code, so they share the
 /// arena and meet for its collective steps; on the host they are loops of one thread, which is
-/// alone with its arena (no team).
+/// alone with its arena (no team), except in the host's model of a GPU's team.
 template <class Member>
 KOKKOS_INLINE_FUNCTION TeamHandle thread_handle(const Member& team) {
   TeamHandle h = team_handle(team);
+  if constexpr (team_kind_of<Member>::value == team_emulated) {
+    KBUF_IMPL_IF_ON_HOST((h.threads = team.vector_length(); h.per_thread = true;))
+    return h;
+  }
   KBUF_IMPL_IF_ON_DEVICE((h.threads = block_threads(true); h.per_thread = true;))
   KBUF_IMPL_IF_ON_HOST((h = TeamHandle{};))
   return h;
@@ -183,8 +221,18 @@ struct BarrierVisitor {
   }
 };
 
+/// The meeting of the lanes of a model of a GPU's team that `h` names (host code).
+inline void emulated_meet(const TeamHandle& h, void (*run)(void*, void*), void* ctx, void* out,
+                          std::size_t bytes) {
+  static_cast<const EmulatedTeamMember*>(h.member)->meet(h.per_thread, run, ctx, out, bytes);
+}
+
 KOKKOS_INLINE_FUNCTION void team_barrier(const TeamHandle& h) {
   if (!h.sync) return;
+  if (h.kind == team_emulated) {
+    KBUF_IMPL_IF_ON_HOST((emulated_meet(h, nullptr, nullptr, nullptr, 0);))
+    return;
+  }
   const BarrierVisitor v{h.per_thread};
   visit_member(h, v);
 }
@@ -210,11 +258,21 @@ struct SingleVisitor {
   }
 };
 
+/// `*out = (*f)()`, for a model's meeting (host code).
+template <class T, class F>
+void emulated_run(void* f, void* out) {
+  *static_cast<T*>(out) = (*static_cast<F*>(f))();
+}
+
 template <class T, class F>
 KOKKOS_INLINE_FUNCTION T team_single(const TeamHandle& h, F& f) {
   T value{};
   if (h.kind == team_none) {
     value = f();
+    return value;
+  }
+  if (h.kind == team_emulated) {
+    KBUF_IMPL_IF_ON_HOST((emulated_meet(h, &emulated_run<T, F>, &f, &value, sizeof(T));))
     return value;
   }
   const SingleVisitor<T, F> v{f, value, h.per_thread};
