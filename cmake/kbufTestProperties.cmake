@@ -27,11 +27,11 @@ endfunction()
 # kbuf_pin_switches(): no verdict of the calling folder's tests so far follows the environment of
 # the run: each runs with kbuf's run-time switches as the doctest executables set them for
 # themselves (tests/support/doctest_run.hpp): pass-through off (KBUF_PASSTHROUGH=0), records for
-# Kokkos Tools on (KBUF_TOOLS_REPORT=1) and no saved sizes (KBUF_SIZES empty: none is loaded or
-# saved). A test that sets one of them itself (its ENVIRONMENT, or `cmake -E env` in its command)
+# Kokkos Tools on (KBUF_TOOLS_REPORT=1), no saved sizes (KBUF_SIZES empty: none is loaded or
+# saved) and growth by regrowth (KBUF_GROW_IN_PLACE=0). A test that sets one of them itself (its ENVIRONMENT, or `cmake -E env` in its command)
 # keeps its own. Every folder that registers tests calls it at its end; the top-level
 # CMakeLists.txt checks that none was missed (kbuf_check_switches_pinned).
-set(KBUF_PINNED_SWITCHES KBUF_PASSTHROUGH=0 KBUF_TOOLS_REPORT=1 KBUF_SIZES=)
+set(KBUF_PINNED_SWITCHES KBUF_PASSTHROUGH=0 KBUF_TOOLS_REPORT=1 KBUF_SIZES= KBUF_GROW_IN_PLACE=0)
 function(kbuf_pin_switches)
   get_property(tests DIRECTORY PROPERTY TESTS)
   foreach(test IN LISTS tests)

@@ -9,7 +9,8 @@
 #      environment (the stack moves);
 #   2. the same tests, glibc's own malloc with MALLOC_PERTURB_, MALLOC_TOP_PAD_ and another
 #      environment size, and kbuf's run-time switches set against what every test pins for
-#      itself (cmake/kbufTestProperties.cmake): KBUF_PASSTHROUGH=1, KBUF_TOOLS_REPORT=0 and
+#      itself (cmake/kbufTestProperties.cmake): KBUF_PASSTHROUGH=1, KBUF_TOOLS_REPORT=0,
+#      KBUF_GROW_IN_PLACE=1 and
 #      KBUF_SIZES naming a file in the build folder, which no test may write (a test that
 #      followed them fails here: before the pins, 40 failed under pass-through and some wrote
 #      the file);
@@ -56,7 +57,7 @@ sizes_file="$(cd "$build" && pwd)/check-heap-sizes"
 rm -f "$sizes_file"
 run "every test but the build ones, glibc's malloc, MALLOC_PERTURB_, MALLOC_TOP_PAD_, 7001 bytes more environment, kbuf's switches the other way" \
   MALLOC_PERTURB_=90 MALLOC_TOP_PAD_=65537 KBUF_ENVIRONMENT_PAD="$(pad 7001)" \
-  KBUF_PASSTHROUGH=1 KBUF_TOOLS_REPORT=0 KBUF_SIZES="$sizes_file" -- -LE '^build$'
+  KBUF_PASSTHROUGH=1 KBUF_TOOLS_REPORT=0 KBUF_SIZES="$sizes_file" KBUF_GROW_IN_PLACE=1 -- -LE '^build$'
 if [ -e "$sizes_file" ]; then
   echo "check-heap: a test followed KBUF_SIZES from the environment and wrote $sizes_file" >&2
   failed=1

@@ -31,6 +31,7 @@
 #include <kbuf/impl/sizes_hooks.hpp>
 #include <kbuf/impl/tools.hpp>
 #include <kbuf/impl/view_traits.hpp>
+#include <kbuf/impl/virtual_memory.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
 #include <kbuf/workspace.hpp>
@@ -56,7 +57,10 @@ class use;
 /// is served by a fallback allocation (a managed View in the same space, held until the reset
 /// that releases it) and looks the same to the caller. The high-water mark remembers the peak
 /// need, fallbacks included, and the next `allocate` on an empty allocator regrows the buffer
-/// to it, so the second run of a workload needs no fallback.
+/// to it, so the second run of a workload needs no fallback. With growth in place
+/// (`grows_in_place()`: `KBUF_GROW_IN_PLACE=1`, on the host and CUDA or HIP device memory) the
+/// buffer is one reservation of addresses instead, and a temporary that does not fit commits
+/// memory at its end: nothing moves, and even the first run needs no fallback.
 ///
 /// Device order: reuse after `reset` is safe for work submitted to the allocator's execution
 /// space instance (stream order). Before it frees or regrows memory the allocator fences that
@@ -209,6 +213,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
     if (reporter_ != nullptr) report_released(0);
     if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
     Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
+    range_.release(label_);                         // growth in place: the reservation
     for (const Fallback& f : fallbacks_) {
       Impl::unpoison<MemorySpace>(f.memory.data(), f.memory.size());
       free_owned(f);
@@ -369,6 +374,31 @@ class BufferAllocator final : private Impl::BufferPolicy {
     return fallbacks_.size();
   }
 
+  /// True when the buffer grows in place: it is one reservation of addresses
+  /// (`statistics().reserved_bytes`) in which memory is committed at its end as temporaries
+  /// need it, so that the buffer never moves and a temporary that does not fit is served by
+  /// committing more, not by a fallback. Decided when the allocator was made: the environment
+  /// variable `KBUF_GROW_IN_PLACE=1` (or `0`), else the CMake option of the same name; and its
+  /// memory space must have a virtual memory API (the host, CUDA and HIP device memory; not a
+  /// foreign space, managed or pinned memory) and the reservation must be made. Off in
+  /// pass-through mode. `growth()` says which, and why.
+  [[nodiscard]] bool grows_in_place() const noexcept {
+    return in_place_;
+  }
+  /// How the buffer grows, in words: "in place (...)" or "by regrowth (...)", with the reason
+  /// growth in place is off.
+  [[nodiscard]] const std::string& growth() const noexcept {
+    return growth_;
+  }
+
+  /// Gives back memory that no live temporary uses, and returns its bytes. With growth in
+  /// place: every chunk committed wholly above `used()`, whatever is live (the bound instance
+  /// is fenced first); the buffer keeps its address. Otherwise: the whole buffer, when the
+  /// allocator is empty (after a fence), and nothing while temporaries are live. Either way the
+  /// high-water mark comes down to what is held, so the memory returns only when temporaries
+  /// need it again.
+  std::size_t trim();
+
   /// True when the memory of `v` (any view, subviews included) lies inside memory this
   /// allocator holds for live temporaries: the used part of the buffer or a live fallback.
   /// False for a temporary that a reset released, or for memory the allocator does not hold;
@@ -408,13 +438,13 @@ class BufferAllocator final : private Impl::BufferPolicy {
     KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, ") on allocator '", label_,
                  "': ", Impl::count_of{depth_, "temporary is", "temporaries are"},
                  " live; resize only an empty allocator");
-    const std::size_t capacity = passthrough_ ? 0 : buffer_size(nbytes);
+    const std::size_t capacity = passthrough_ ? 0 : committed_size(buffer_size(nbytes));
     if (capacity != capacity_) {
       if (capacity > capacity_) {
         charge(capacity - capacity_, "kbuf::BufferAllocator::resize", "a buffer of", capacity);
       }
       replace_buffer(capacity, "kbuf::BufferAllocator::resize");
-      ++stats_.regrows;
+      if (!in_place_) ++stats_.regrows;  // in place, the buffer does not move
     }
     if (hwm_ > capacity_) hwm_ = capacity_;
     shrink_ = false;
@@ -437,7 +467,8 @@ class BufferAllocator final : private Impl::BufferPolicy {
 
   /// The buffer: a managed View of `capacity()` bytes, starting at an address aligned to
   /// `alignment()`. Empty until the first growth. Each buffer is one allocation of `capacity()`
-  /// plus `alignment() - 1` bytes of slack, on every space.
+  /// plus `alignment() - 1` bytes of slack, on every space. With growth in place, an unmanaged
+  /// View of the committed part of the reservation (its data pointer stays the same).
   [[nodiscard]] const Kokkos::View<unsigned char*, MemorySpace>& buffer() const noexcept {
     return buffer_;
   }
@@ -570,6 +601,8 @@ class BufferAllocator final : private Impl::BufferPolicy {
     s.temporaries += released_ + depth_ - numbered_base_ - stats_.fallbacks;
     if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
+    s.reserved_bytes = range_.reserved();
+    s.committed_bytes = in_place_ ? capacity_ : 0;
     return s;
   }
 
@@ -759,8 +792,34 @@ class BufferAllocator final : private Impl::BufferPolicy {
                         std::size_t requested);
 
   // Takes a buffer of exactly `capacity` usable bytes whose base is aligned to alignment_, for
-  // `call` (named in errors). Precondition: no buffer is held.
+  // `call` (named in errors). Precondition: no buffer is held. In place: commits it in the
+  // reservation (rounded up to the granule, the rounding charged against the limits here).
   void take_buffer(std::size_t capacity, const char* call);
+
+  // Growth in place: reserves the addresses when asked and possible (at construction, for a
+  // first buffer of `capacity`), and says how the buffer grows (growth_).
+  void choose_growth(std::size_t capacity);
+
+  // `capacity` as a buffer in place commits it (rounded up to the granule); unchanged
+  // otherwise, and where rounding overflows.
+  std::size_t committed_size(std::size_t capacity) const noexcept {
+    if (!in_place_) return capacity;
+    const std::size_t c = range_.round_up(capacity);
+    return c != 0 ? c : capacity;
+  }
+
+  // In place, the empty buffer becomes `capacity` bytes (from committed_size): commits or gives
+  // back chunks at its end, or, past the reservation, reserves again (or, where that fails,
+  // grows by regrowth from then on). Charges as replace_buffer does.
+  void resize_in_place(std::size_t capacity, const char* call);
+
+  // In place, with temporaries live: commits memory so that the buffer holds `end` bytes. False
+  // (nothing changed) when the reservation, a limit or the space refuses: the temporary is then
+  // served as without growth in place.
+  KBUF_IMPL_COLD bool grow_in_place(std::size_t end);
+
+  // The buffer is now capacity_ bytes in the reservation (in place): its View and the hot path.
+  void buffer_changed_in_place() noexcept;
 
   // Releases the buffer (after fencing the bound instance) and takes one of `capacity` bytes,
   // for `call`. On failure tries to take back the old capacity, then throws. The caller has
@@ -945,8 +1004,11 @@ class BufferAllocator final : private Impl::BufferPolicy {
   std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
                                                        // construction and KBUF_TOOLS_REPORT did
                                                        // not turn reports off
-  std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
-                                       // addresses (take_exact)
+  std::size_t passthrough_front_ = 0;      // pass-through: bytes in front that align the space's
+                                           // addresses (take_exact)
+  Impl::VirtualRange<MemorySpace> range_;  // growth in place: the reservation (none: off)
+  bool in_place_ = false;                  // the buffer grows in place, in range_
+  std::string growth_;                     // growth(): how the buffer grows, and why
   Impl::SizesLink<MemorySpace> sizes_{*this};  // saved sizes (kbuf/sizes_file.hpp); made last
 };
 

@@ -22,15 +22,32 @@ struct Statistics {
   std::size_t peak_used = 0;       ///< the largest `used()` seen
   std::size_t peak_live = 0;       ///< the most temporaries live at once
   std::size_t limit_refusals = 0;  ///< requests refused with `out_of_memory` because of a limit
+  /// Growth in place (`BufferAllocator::grows_in_place()`): times the buffer grew at its end
+  /// without moving, committing memory in its reservation (a temporary that did not fit, or a
+  /// growth to the high-water mark). 0 without growth in place.
+  std::size_t grown_in_place = 0;
+  /// Addresses reserved for the buffer to grow in place (0: the allocator grows by regrowth:
+  /// growth in place is off, or its memory space has no virtual memory API). Not a counter:
+  /// what the allocator holds now.
+  std::size_t reserved_bytes = 0;
+  /// Memory committed in that reservation (the buffer's capacity). Not a counter either.
+  std::size_t committed_bytes = 0;
 };
 
 /// One readable line, for logs: `temporaries 120, fallbacks 2 (4096 bytes), regrows 1,
-/// resets 60, fences 3, peak used 65536 bytes, peak live 4, limit refusals 0`.
+/// resets 60, fences 3, peak used 65536 bytes, peak live 4, limit refusals 0`; with a
+/// reservation for growth in place it goes on `, grown in place 3, reserved 68719476736 bytes,
+/// committed 6291456 bytes`.
 inline std::ostream& operator<<(std::ostream& os, const Statistics& s) {
-  return os << "temporaries " << s.temporaries << ", fallbacks " << s.fallbacks << " ("
-            << s.fallback_bytes << " bytes), regrows " << s.regrows << ", resets " << s.resets
-            << ", fences " << s.fences << ", peak used " << s.peak_used << " bytes, peak live "
-            << s.peak_live << ", limit refusals " << s.limit_refusals;
+  os << "temporaries " << s.temporaries << ", fallbacks " << s.fallbacks << " (" << s.fallback_bytes
+     << " bytes), regrows " << s.regrows << ", resets " << s.resets << ", fences " << s.fences
+     << ", peak used " << s.peak_used << " bytes, peak live " << s.peak_live << ", limit refusals "
+     << s.limit_refusals;
+  if (s.reserved_bytes != 0) {
+    os << ", grown in place " << s.grown_in_place << ", reserved " << s.reserved_bytes
+       << " bytes, committed " << s.committed_bytes << " bytes";
+  }
+  return os;
 }
 
 }  // namespace kbuf

@@ -39,11 +39,13 @@ struct CaseCounter : doctest::IReporter {
 /// exit status: doctest's, or 1 when no case matched the filters.
 inline int run_doctest(int argc, char** argv, bool minimal = false) {
   // No verdict follows the environment or the build's defaults of kbuf's switches, which an
-  // allocator reads when it is made: pass-through off, records for Kokkos Tools on. A test of a
+  // allocator reads when it is made: pass-through off, records for Kokkos Tools on, growth by
+  // regrowth (the tests of growth in place turn it on themselves). A test of a
   // switch sets it itself (kbuf_test::ScopedEnv; null: unset, the configured default).
   ::setenv("KBUF_PASSTHROUGH", "0", 1);
   ::setenv("KBUF_TOOLS_REPORT", "1", 1);
   ::unsetenv("KBUF_SIZES");  // no saved sizes: every allocator learns from its sizehint
+  ::setenv("KBUF_GROW_IN_PLACE", "0", 1);
   doctest::Context context;
   context.applyCommandLine(argc, argv);
   if (minimal) context.setOption("minimal", true);

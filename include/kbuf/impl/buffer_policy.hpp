@@ -115,6 +115,9 @@ class BufferPolicy {
     top_ = origin;
   }
 
+  /// The buffer now holds `capacity` bytes at the same origin, its temporaries where they are
+  /// (growth in place, or a trim above the top).
+  void set_capacity(std::size_t capacity) noexcept { capacity_ = capacity; }
   /// After a regrowth to regrow_capacity() (made or, under a limit, declined): counted when the
   /// buffer changed; a shrink asked is done.
   void regrown(bool replaced) noexcept {

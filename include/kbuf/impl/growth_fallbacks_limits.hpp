@@ -21,6 +21,7 @@ void BufferAllocator<MemorySpace>::init(std::size_t sizehint) {
     reporter_ = std::make_unique<Impl::TemporaryReporter>(label_, initial_report_capacity);
   }
   grow_marks(initial_mark_capacity);
+  choose_growth(capacity);
   if (Impl::SizesHooks<MemorySpace>::take_saved_buffer(*this, capacity)) return;  // KBUF_SIZES
   charge(capacity, "kbuf::BufferAllocator", "a buffer of", capacity);
   try {
@@ -29,6 +30,142 @@ void BufferAllocator<MemorySpace>::init(std::size_t sizehint) {
     uncharge(capacity);
     throw;
   }
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::choose_growth(std::size_t capacity) {
+  if (passthrough_) {
+    growth_ = "by regrowth (pass-through mode: there is no buffer)";
+    return;
+  }
+  if (!Impl::grow_in_place_requested()) {
+    growth_ = "by regrowth (growth in place is off: KBUF_GROW_IN_PLACE)";
+    return;
+  }
+  if (const char* why = Impl::VirtualRange<MemorySpace>::unsupported()) {
+    growth_ = Impl::concat("by regrowth (", Impl::space_name<MemorySpace>(), ": ", why, ")");
+    return;
+  }
+  std::size_t reserve = Impl::VirtualRange<MemorySpace>::default_reservation();
+  if (reserve < capacity) reserve = capacity;
+  if (budget_ != nullptr && budget_->limit() < reserve) reserve = budget_->limit();
+  if (reserve < capacity) reserve = capacity;
+  std::string error;
+  if (!range_.reserve(reserve, alignment_, error)) {
+    const std::string why = Impl::concat("the reservation of ", reserve, " bytes in ",
+                                         Impl::space_name<MemorySpace>(), " failed: ", error);
+    growth_ = "by regrowth (" + why + ")";
+    Impl::say_once_per_process(
+        Impl::concat("kbuf: allocator '", label_, "' grows by regrowth, not in place: ", why));
+    return;
+  }
+  in_place_ = true;
+  growth_ = Impl::concat("in place (", range_.reserved(), " bytes of addresses reserved in ",
+                         Impl::space_name<MemorySpace>(), ", committed in granules of ",
+                         range_.granule(), " bytes)");
+  set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::buffer_changed_in_place() noexcept {
+  base_ = range_.base();
+  buffer_ = raw_view(base_, capacity_);
+  update_fast_end();
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_in_place(std::size_t end) {
+  const std::size_t target = range_.round_up(end);
+  if (target == 0 || target > range_.reserved() || target <= capacity_) return false;
+  const std::size_t grown = target - capacity_;
+  if (!try_charge(grown)) return false;  // the fallback that follows is refused as usual
+  std::string error;
+  if (!range_.grow_to(target, label_, error)) {
+    uncharge(grown);
+    return false;
+  }
+  const std::size_t old = capacity_;
+  set_capacity(target);  // kbuf/impl/buffer_policy.hpp: nothing moves
+  ++stats_.grown_in_place;
+  buffer_changed_in_place();
+  Impl::release_bytes<MemorySpace>(exec_, base_ + old, target - old);  // unpoisoned as handed out
+  return true;
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const char* call) {
+  const std::size_t old_capacity = capacity_;
+  const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
+  if (capacity > range_.reserved()) {
+    // Past the reservation: a larger one (the allocator is empty), else regrowth from now on.
+    if (old_capacity != 0) fence();
+    Impl::unpoison<MemorySpace>(base_, capacity_);
+    range_.release(label_);
+    buffer_ = raw_view();
+    base_ = nullptr;
+    set_buffer(0, 0);
+    std::string error;
+    const std::size_t twice = capacity <= (std::size_t{1} << 61) ? 2 * capacity : capacity;
+    if (!range_.reserve(twice, alignment_, error) && !range_.reserve(capacity, alignment_, error)) {
+      in_place_ = false;
+      growth_ = Impl::concat("by regrowth (a reservation of ", capacity, " bytes in ",
+                             Impl::space_name<MemorySpace>(), " failed: ", error, ")");
+      Impl::say_once_per_process(
+          Impl::concat("kbuf: allocator '", label_, "' grows by regrowth from now on: ", error));
+      try {
+        take_buffer(capacity, call);
+      } catch (const kbuf::out_of_memory&) {
+        uncharge(charged);
+        throw;
+      }
+      uncharge(charged - capacity_);
+      return;
+    }
+    set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
+    growth_ = Impl::concat("in place (", range_.reserved(), " bytes of addresses reserved in ",
+                           Impl::space_name<MemorySpace>(), ", committed in granules of ",
+                           range_.granule(), " bytes)");
+  }
+  if (capacity > range_.committed()) {
+    std::string error;
+    if (!range_.grow_to(capacity, label_, error)) {
+      uncharge(charged - capacity_);
+      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot commit a buffer of ", capacity,
+                    " bytes in ", Impl::space_name<MemorySpace>(), ": ", error);
+    }
+  } else if (capacity < capacity_) {
+    fence();  // the memory given back may still be in use on the bound instance
+    Impl::unpoison<MemorySpace>(base_ + capacity, capacity_ - capacity);
+    (void)range_.shrink_to(capacity, label_);
+  }
+  set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), range_.committed());
+  buffer_changed_in_place();
+  Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
+  uncharge(charged - capacity_);
+}
+
+template <class MemorySpace>
+std::size_t BufferAllocator<MemorySpace>::trim() {
+  const std::size_t held_before = capacity_;
+  if (in_place_) {
+    const std::size_t keep = range_.round_up(used());
+    if (keep >= capacity_) return 0;
+    fence();  // the memory given back may still be in use on the bound instance
+    Impl::unpoison<MemorySpace>(base_ + keep, capacity_ - keep);
+    (void)range_.shrink_to(keep, label_);
+    set_capacity(range_.committed());  // down to what is committed; the top stays
+    buffer_changed_in_place();
+  } else {
+    if (!empty() || capacity_ == 0) return 0;
+    replace_buffer(0, "kbuf::BufferAllocator::trim");
+  }
+  const std::size_t given = held_before - capacity_;
+  uncharge(given);
+  const std::size_t need = used() + extra_;
+  hwm_ = capacity_ > need ? capacity_ : need;
+  shrink_ = false;
+  update_fast_end();
+  return given;
 }
 
 template <class MemorySpace>
@@ -117,7 +254,11 @@ KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbyt
 template <class MemorySpace>
 void* BufferAllocator<MemorySpace>::carve_or_fallback(std::size_t nbytes, std::size_t a) {
   // Where it goes: kbuf/impl/buffer_policy.hpp.
-  const Impl::Placement place = BufferPolicy::place(nbytes, a);
+  Impl::Placement place = BufferPolicy::place(nbytes, a);
+  if (!place.fits && in_place_ && place.start <= std::numeric_limits<std::size_t>::max() - nbytes &&
+      grow_in_place(place.start + nbytes)) {
+    place = BufferPolicy::place(nbytes, a);  // fits now: the buffer holds its end
+  }
   if (place.fits) {
     // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
     void* p = base_ + place.start;
@@ -316,6 +457,20 @@ typename BufferAllocator<MemorySpace>::raw_view BufferAllocator<MemorySpace>::al
 
 template <class MemorySpace>
 void BufferAllocator<MemorySpace>::take_buffer(std::size_t capacity, const char* call) {
+  if (in_place_) {
+    // The rounding to the granule, charged here: the callers charged `capacity`.
+    const std::size_t committed = committed_size(capacity);
+    if (committed > capacity && !try_charge(committed - capacity)) {
+      refuse_limit(committed - capacity, call, "a buffer of", committed);
+    }
+    try {
+      resize_in_place(committed, call);
+    } catch (...) {
+      uncharge(committed - capacity);
+      throw;
+    }
+    return;
+  }
   if (capacity == 0) return;
   if (KBUF_IMPL_UNLIKELY(capacity > std::numeric_limits<std::size_t>::max() - (alignment_ - 1))) {
     KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot allocate a buffer of ", capacity,
@@ -340,6 +495,10 @@ void BufferAllocator<MemorySpace>::take_buffer(std::size_t capacity, const char*
 
 template <class MemorySpace>
 void BufferAllocator<MemorySpace>::replace_buffer(std::size_t capacity, const char* call) {
+  if (in_place_) {
+    resize_in_place(committed_size(capacity), call);
+    return;
+  }
   const std::size_t old_capacity = capacity_;
   const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
   if (old_capacity != 0) fence();
@@ -370,18 +529,26 @@ std::size_t BufferAllocator<MemorySpace>::regrow_capacity() const {
   }
   // Growth stops at the limit: kbuf/impl/buffer_policy.hpp.
   const bool limited = limit_ != Impl::SharedBudget::no_limit || budget_ != nullptr;
-  return BufferPolicy::regrow_capacity(limited ? largest_buffer()
-                                               : std::numeric_limits<std::size_t>::max());
+  const std::size_t largest = limited ? largest_buffer() : std::numeric_limits<std::size_t>::max();
+  const std::size_t capacity = BufferPolicy::regrow_capacity(largest);
+  if (!in_place_ || capacity == capacity_) return capacity;
+  // In place, whole granules: rounded up, or down where a limit leaves no room for more.
+  const std::size_t up = committed_size(capacity);
+  if (up <= largest) return up;
+  const std::size_t down = capacity / range_.granule() * range_.granule();
+  return down > capacity_ ? down : capacity_;
 }
 
 template <class MemorySpace>
 KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::regrow(std::size_t capacity) {
   const bool replace = capacity != capacity_;
+  const bool in_place = in_place_;
   if (replace) {
     if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
     replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
   }
-  regrown(replace);
+  regrown(replace && !in_place);  // in place the buffer did not move: it grew there
+  if (replace && in_place) ++stats_.grown_in_place;
   update_fast_end();
 }
 

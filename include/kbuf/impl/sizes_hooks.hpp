@@ -148,7 +148,7 @@ struct SizesHooks {
                                " bytes and learns as usual"));
         return false;
       }
-      link.saved_capacity_ = capacity;
+      link.saved_capacity_ = a.capacity_;  // in place: rounded up to the granule
       return true;
     } catch (...) {
       return false;
