@@ -54,6 +54,7 @@
 
 #include <kbuf/config.hpp>
 #include <kbuf/impl/errors.hpp>
+#include <kbuf/impl/passthrough.hpp>
 
 #ifndef KBUF_GROW_IN_PLACE
 #define KBUF_GROW_IN_PLACE 0
@@ -66,9 +67,7 @@ namespace Impl {
 /// `KBUF_GROW_IN_PLACE=1` (any value but "0") turns it on, `KBUF_GROW_IN_PLACE=0` off; unset
 /// or empty, the configured default holds.
 inline bool grow_in_place_requested() noexcept {
-  const char* value = std::getenv("KBUF_GROW_IN_PLACE");
-  if (value == nullptr || value[0] == '\0') return KBUF_GROW_IN_PLACE != 0;
-  return !(value[0] == '0' && value[1] == '\0');
+  return switch_requested("KBUF_GROW_IN_PLACE", KBUF_GROW_IN_PLACE != 0);
 }
 
 /// Writes `what` on stderr, the first time only in the process (a message that every allocator
