@@ -818,6 +818,9 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // served as without growth in place.
   KBUF_IMPL_COLD bool grow_in_place(std::size_t end);
 
+  // growth() for the reservation held now.
+  void describe_in_place();
+
   // The buffer is now capacity_ bytes in the reservation (in place): its View and the hot path.
   void buffer_changed_in_place() noexcept;
 

@@ -283,3 +283,23 @@ TEST_CASE("grow in place: a space without a virtual memory API grows by regrowth
   CHECK(alloc.statistics().reserved_bytes == 0);
 }
 #endif
+
+TEST_CASE("grow in place: trim gives a pool's combined limit back exactly what it gave up") {
+  for (const char* in_place : {"0", "1"}) {
+    CAPTURE(in_place);
+    const kbuf_test::ScopedEnv env("KBUF_GROW_IN_PLACE", in_place);
+    kbuf::AllocatorPool<Kokkos::HostSpace> pool;
+    pool.limit(std::size_t{64} << 20);
+    auto& local = pool.local();
+    {
+      auto scope = local.scope();
+      (void)local.allocate<char*>(std::size_t{3} << 20);
+    }
+    (void)local.allocate<char*>(16);  // a regrowth (or nothing, in place) on the empty allocator
+    local.reset();
+    CHECK(pool.held() == local.held());
+    CHECK(local.trim() > 0);
+    CHECK(local.held() == 0);
+    CHECK(pool.held() == 0);  // not wrapped below zero by a second give-back
+  }
+}

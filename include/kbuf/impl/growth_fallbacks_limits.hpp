@@ -60,10 +60,15 @@ void BufferAllocator<MemorySpace>::choose_growth(std::size_t capacity) {
     return;
   }
   in_place_ = true;
+  describe_in_place();
+  set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::describe_in_place() {
   growth_ = Impl::concat("in place (", range_.reserved(), " bytes of addresses reserved in ",
                          Impl::space_name<MemorySpace>(), ", committed in granules of ",
                          range_.granule(), " bytes)");
-  set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
 }
 
 template <class MemorySpace>
@@ -122,9 +127,7 @@ void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const c
       return;
     }
     set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
-    growth_ = Impl::concat("in place (", range_.reserved(), " bytes of addresses reserved in ",
-                           Impl::space_name<MemorySpace>(), ", committed in granules of ",
-                           range_.granule(), " bytes)");
+    describe_in_place();
   }
   if (capacity > range_.committed()) {
     std::string error;
@@ -155,12 +158,12 @@ std::size_t BufferAllocator<MemorySpace>::trim() {
     (void)range_.shrink_to(keep, label_);
     set_capacity(range_.committed());  // down to what is committed; the top stays
     buffer_changed_in_place();
+    uncharge(held_before - capacity_);
   } else {
     if (!empty() || capacity_ == 0) return 0;
-    replace_buffer(0, "kbuf::BufferAllocator::trim");
+    replace_buffer(0, "kbuf::BufferAllocator::trim");  // gives the bytes back to the limits
   }
   const std::size_t given = held_before - capacity_;
-  uncharge(given);
   const std::size_t need = used() + extra_;
   hwm_ = capacity_ > need ? capacity_ : need;
   shrink_ = false;
