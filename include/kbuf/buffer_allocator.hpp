@@ -28,7 +28,7 @@
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/passthrough.hpp>
-#include <kbuf/impl/sizes_hooks.hpp>
+#include <kbuf/impl/sizes_file_impl.hpp>
 #include <kbuf/impl/tools.hpp>
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/impl/virtual_memory.hpp>

@@ -42,8 +42,8 @@ enum class SizesFileStatus {
   missing,     ///< the file does not exist (yet): the first run
   unreadable,  ///< the file exists but could not be read (permissions, an I/O error), or is
                ///< not a regular file (a folder, a pipe, a device: refused without reading)
-  malformed,   ///< not what kbuf writes: binary, garbage, numbers past 2^48, lines or files
-               ///< longer than kbuf writes, duplicate or unknown entries
+  malformed,   ///< not what kbuf writes: garbage, numbers past 2^48, labels or files longer
+               ///< than kbuf writes, duplicate or unknown entries
   truncated,   ///< cut short (no end line, or fewer entries than it counts)
   format,      ///< another version of the file format (older or newer kbuf)
   foreign,     ///< written by another program (its labels are not this program's)

@@ -17,9 +17,9 @@ TEST_CASE(
   char folder[] = "/tmp/kbuf-sizes-shared-XXXXXX";
   REQUIRE(::mkdtemp(folder) != nullptr);
   const std::string path = std::string(folder) + "/sizes";
-  std::ofstream(path) << "kbuf-sizes 1\nprogram " << kbuf::Impl::sizes_program_name()
-                      << "\nallocator " << kbuf::default_memory_space::name()
-                      << " sizes-library 65536\nend 1\n";
+  std::ofstream(path) << "kbuf-sizes 2 \"" << kbuf::Impl::sizes_program_name() << "\"\nallocator \""
+                      << kbuf::default_memory_space::name()
+                      << "\" \"sizes-library\" 65536\nend 1\n";
   REQUIRE(kbuf::load_sizes(path).ok());
   CHECK(sizes_library::loaded_here() == 1);
   CHECK(sizes_library::run(200000) == 65536);  // the saved size, loaded by the executable

@@ -95,8 +95,9 @@ TEST_CASE("load_sizes over ranks: every rank starts from rank 0's reading of the
   const std::string folder = shared_folder();
   const std::string path = folder + "/sizes";
   if (world_rank() == 0) {
-    std::ofstream(path) << "kbuf-sizes 1\nprogram " << kbuf::Impl::sizes_program_name()
-                        << "\nallocator " << space::name() << " mpi-loaded 65536\nend 1\n";
+    std::ofstream(path) << "kbuf-sizes 2 \"" << kbuf::Impl::sizes_program_name()
+                        << "\"\nallocator \"" << space::name()
+                        << "\" \"mpi-loaded\" 65536\nend 1\n";
   }
   const kbuf::SizesFileReport r = kbuf::mpi::load_sizes(path, MPI_COMM_WORLD);
   CAPTURE(r.message);

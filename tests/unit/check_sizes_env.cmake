@@ -91,6 +91,7 @@ if(CASE STREQUAL "rerun" OR CASE STREQUAL "ranks")
   if(CASE STREQUAL "ranks")
     # Every rank's own label, and the shared label at the largest high-water mark of the ranks.
     file(STRINGS "${FILE}" entries REGEX "^allocator ")
+    string(REPLACE "\"" "" entries "${entries}")  # names unquoted
     if(NOT OUT MATCHES "largest ([0-9]+)")
       message(FATAL_ERROR "no 'largest <bytes>' in: ${OUT}")
     endif()

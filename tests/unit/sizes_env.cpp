@@ -40,24 +40,25 @@ void temporaries(alloc_type& a, std::size_t& fallbacks, std::size_t& regrows) {
 
 // A sizes file of this program, with one good entry, as `kind` spoils it.
 bool write_bad(const std::string& kind, const std::string& path) {
-  const std::string good = "kbuf-sizes 1\nprogram " + kbuf::Impl::sizes_program_name() +
-                           "\nallocator Host sizes-env 1048576\nend 1\n";
+  const std::string head = "kbuf-sizes 2 \"" + kbuf::Impl::sizes_program_name() + "\"\n";
+  const std::string good = head + "allocator \"Host\" \"sizes-env\" 1048576\nend 1\n";
   std::string text;
   if (kind == "truncated") {
     text = good.substr(0, good.find("end"));
   } else if (kind == "foreign") {
-    text = "kbuf-sizes 1\nprogram another-program\nallocator Host sizes-env 1048576\nend 1\n";
+    text = "kbuf-sizes 2 \"another-program\"\nallocator \"Host\" \"sizes-env\" 1048576\nend 1\n";
   } else if (kind == "older_format") {
-    text = "kbuf-sizes 0\nsizes-env 1048576\n";
-  } else if (kind == "huge_numbers") {
     text = "kbuf-sizes 1\nprogram " + kbuf::Impl::sizes_program_name() +
-           "\nallocator Host sizes-env 1152921504606846976\nend 1\n";
+           "\nallocator Host sizes-env 1048576\nend 1\n";
+  } else if (kind == "huge_numbers") {
+    text = head + "allocator \"Host\" \"sizes-env\" 1152921504606846976\nend 1\n";
   } else if (kind == "garbage") {
     text = "The quick brown fox\njumps over the lazy dog 12 34\n";
   } else if (kind == "binary") {
     for (int i = 0; i < 4096; ++i) text.push_back(static_cast<char>((i * 7919) & 0xff));
-  } else if (kind == "enormous_line") {
-    text = "kbuf-sizes 1\n" + std::string(std::size_t{1} << 20, 'x') + "\n";
+  } else if (kind == "enormous_label") {
+    text =
+        head + "allocator \"Host\" \"" + std::string(std::size_t{1} << 20, 'x') + "\" 1\nend 1\n";
   } else {
     return false;
   }

@@ -6,7 +6,6 @@
 // Kokkos::finalize, is checked by running a program (tests/unit/check_sizes_env.cmake).
 #include <doctest/doctest.h>
 
-#include <kbuf/impl/sizes_format.hpp>
 #include <kbuf/sizes_file.hpp>
 
 #include <atomic>
@@ -15,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iomanip>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -83,9 +83,26 @@ std::string self() {
   return kbuf::Impl::sizes_program_name();
 }
 
+// `s` in double quotes, as a sizes file writes a name.
+std::string quoted(const std::string& s) {
+  std::ostringstream out;
+  out << std::quoted(s);
+  return out.str();
+}
+
+// An entry under `label` in `sp`, its numbers as given (a hostile file's among them).
+std::string allocator_entry(const std::string& label, const std::string& bytes,
+                            const std::string& sp = space::name()) {
+  return "allocator " + quoted(sp) + " " + quoted(label) + " " + bytes;
+}
+std::string workspace_entry(const std::string& label, const std::string& numbers,
+                            const std::string& sp = space::name()) {
+  return "workspace " + quoted(sp) + " " + quoted(label) + " " + numbers;
+}
+
 // A file holding `entries` (lines), written by `program`, whole.
 std::string file_of(const std::vector<std::string>& entries, const std::string& program = self()) {
-  std::string t = "kbuf-sizes 1\nprogram " + kbuf::Impl::escape_word(program) + "\n";
+  std::string t = "kbuf-sizes 2 " + quoted(program) + "\n";
   for (const std::string& e : entries) t += e + "\n";
   return t + "end " + std::to_string(entries.size()) + "\n";
 }
@@ -98,7 +115,7 @@ host_alloc::execution_space instance() {
 // from them (shown, so that check_refused's allocator that does not shows the good file gone).
 void load_good(const std::string& folder) {
   const std::string good = folder + "/good";
-  write_text(good, file_of({"allocator " + std::string(space::name()) + " warm 4096"}));
+  write_text(good, file_of({allocator_entry("warm", "4096")}));
   REQUIRE(kbuf::load_sizes(good).ok());
   REQUIRE(kbuf::loaded_sizes().sizes.size() == 1);
   host_alloc warm(instance(), 0, host_alloc::default_alignment, "warm");
@@ -125,7 +142,7 @@ void check_refused(const kbuf::SizesFileReport& r, kbuf::SizesFileStatus status,
 // An entry for the label "warm" of another size than load_good's: a bad file holds it before
 // its defect, so that a file loaded in part would show in check_refused's allocator.
 std::string warm_entry() {
-  return "allocator " + std::string(space::name()) + " warm 8192";
+  return allocator_entry("warm", "8192");
 }
 
 // Loads a good file first (so that a refused one visibly leaves nothing), then `text`.
@@ -187,11 +204,13 @@ TEST_CASE("sizes file: the text written is read back as the same table, labels o
   n.levels = {{800, 3992}, {16000, 8}};
   const std::string text = kbuf::Impl::format_sizes(t, "prog name");
   CAPTURE(text);
-  CHECK(text.find("program prog%20name\n") != std::string::npos);
-  CHECK(text.find("workspace Host fits 4000 1024 8 16384 800x3992 16000x8\n") != std::string::npos);
+  CHECK(text.find("kbuf-sizes 2 \"prog name\"\n") != std::string::npos);
+  CHECK(text.find("workspace \"Host\" \"fits\" 4000 1024 8 16384 2  800 3992  16000 8\n") !=
+        std::string::npos);
+  CHECK(text.find("\"with space % and\nnewline \xc3\xa9\"") != std::string::npos);
   const kbuf::Impl::ParsedSizes p = kbuf::Impl::parse_sizes(text, "prog name");
   CAPTURE(p.message);
-  REQUIRE(p.defect == kbuf::Impl::SizesDefect::none);
+  REQUIRE(p.status == kbuf::SizesFileStatus::ok);
   REQUIRE(p.table.size() == 3);
   CHECK(p.table.at(SizeKey{SizeKind::allocator, "Host", "plain"}).bytes == 1048576);
   CHECK(p.table.at(SizeKey{SizeKind::allocator, "Cuda", "with space % and\nnewline \xc3\xa9"})
@@ -266,7 +285,7 @@ TEST_CASE(
 
   load_good(folder);
   const std::string locked = folder + "/locked";
-  write_text(locked, file_of({"allocator " + std::string(space::name()) + " warm 8192"}));
+  write_text(locked, file_of({allocator_entry("warm", "8192")}));
   REQUIRE(::chmod(locked.c_str(), 0) == 0);
   REQUIRE(kbuf_test::obey_file_permissions());
   check_refused(kbuf::load_sizes(locked), kbuf::SizesFileStatus::unreadable,
@@ -302,41 +321,49 @@ TEST_CASE(
 
 TEST_CASE("sizes file: a truncated file loads nothing and says so in one line") {
   const std::string folder = fresh_folder();
-  const std::string whole = file_of({warm_entry(), "allocator Host b 8192"});
-  // Cut in the middle of an entry, before the end line, and an end line counting more entries.
-  check_refused(load_after_good(folder, whole.substr(0, whole.find("b 81"))),
-                kbuf::SizesFileStatus::truncated, "ends in the middle of this line");
+  const std::string whole = file_of({warm_entry(), allocator_entry("b", "8192", "Host")});
+  // Cut in the middle of an entry (after its label, inside its label), before the end line, and
+  // an end line counting more entries.
+  check_refused(load_after_good(folder, whole.substr(0, whole.find("8192\nend"))),
+                kbuf::SizesFileStatus::truncated,
+                "it ends before the size (the file was cut short)");
+  check_refused(load_after_good(folder, whole.substr(0, whole.find("b\" 8192"))),
+                kbuf::SizesFileStatus::truncated, "it ends before the label's closing quote");
   check_refused(load_after_good(folder, whole.substr(0, whole.find("end"))),
                 kbuf::SizesFileStatus::truncated, "no end line");
   std::string more = whole;
   more.replace(more.find("end 2"), 5, "end 3");
   check_refused(load_after_good(folder, more), kbuf::SizesFileStatus::truncated,
-                "the end line counts 3 entries, the file holds 2");
+                "line 4: the end line counts 3 entries, the file holds 2");
 }
 
 TEST_CASE("sizes file: another program's file (its labels) loads nothing and says so") {
   const std::string folder = fresh_folder();
   REQUIRE(!self().empty());
-  check_refused(
-      load_after_good(folder, file_of({"allocator Host kbuf-tebd 1048576"}, "kbuf-batched-fits")),
-      kbuf::SizesFileStatus::foreign,
-      "written by 'kbuf-batched-fits', not by this program ('" + self() + "')");
+  check_refused(load_after_good(folder, file_of({allocator_entry("kbuf-tebd", "1048576", "Host")},
+                                                "kbuf-batched-fits")),
+                kbuf::SizesFileStatus::foreign,
+                "written by 'kbuf-batched-fits', not by this program ('" + self() + "')");
 }
 
 TEST_CASE("sizes file: an older or newer format loads nothing and says which") {
   const std::string folder = fresh_folder();
-  std::string old = file_of({"allocator Host a 4096"});
-  old.replace(old.find("kbuf-sizes 1"), 12, "kbuf-sizes 0");
+  std::string old = file_of({allocator_entry("a", "4096", "Host")});
+  old.replace(old.find("kbuf-sizes 2"), 12, "kbuf-sizes 0");
   check_refused(load_after_good(folder, old), kbuf::SizesFileStatus::format,
-                "sizes file format 0, written by an older kbuf; this one reads format 1");
-  std::string newer = file_of({"allocator Host a 4096"});
-  newer.replace(newer.find("kbuf-sizes 1"), 12, "kbuf-sizes 2");
+                "sizes file format 0, written by an older kbuf; this one reads format 2");
+  // Format 1, the line-per-entry text of kbuf 0.6: refused as older, replaced when saved.
+  check_refused(load_after_good(
+                    folder, "kbuf-sizes 1\nprogram " + self() + "\nallocator Host a 4096\nend 1\n"),
+                kbuf::SizesFileStatus::format, "line 1: sizes file format 1, written by an older");
+  std::string newer = file_of({allocator_entry("a", "4096", "Host")});
+  newer.replace(newer.find("kbuf-sizes 2"), 12, "kbuf-sizes 3");
   check_refused(load_after_good(folder, newer), kbuf::SizesFileStatus::format,
                 "written by a newer kbuf");
 }
 
 TEST_CASE(
-    "sizes file: a hostile file (huge numbers, garbage, binary, enormous lines) loads "
+    "sizes file: a hostile file (huge numbers, garbage, binary, enormous labels) loads "
     "nothing and says so in one line") {
   const std::string folder = fresh_folder();
   using S = kbuf::SizesFileStatus;
@@ -346,37 +373,50 @@ TEST_CASE(
     all.insert(all.end(), entries.begin(), entries.end());
     return file_of(all);
   };
-  check_refused(load_after_good(folder, after_warm({"allocator Host a 281474976710657"})),
+  check_refused(
+      load_after_good(folder, after_warm({allocator_entry("a", "281474976710657", "Host")})),
+      S::malformed, "is not a number from 0 to 2^48");
+  check_refused(load_after_good(
+                    folder, after_warm({allocator_entry("a", "99999999999999999999999", "Host")})),
                 S::malformed, "is not a number from 0 to 2^48");
-  check_refused(load_after_good(folder, after_warm({"allocator Host a 99999999999999999999999"})),
-                S::malformed, "is not a number from 0 to 2^48");
-  check_refused(load_after_good(folder, after_warm({"allocator Host a -5"})), S::malformed,
-                "is not a number");
-  check_refused(load_after_good(folder, after_warm({"workspace Host w 10 0 0 0 64x5 32x5"})),
-                S::malformed, "not in increasing order");
-  check_refused(load_after_good(folder, after_warm({"workspace Host w 10 0 0 0 64x0"})),
-                S::malformed, "is not a level");
-  check_refused(load_after_good(folder, after_warm({"allocator Host a 1", "allocator Host a 2"})),
+  check_refused(load_after_good(folder, after_warm({allocator_entry("a", "-5", "Host")})),
+                S::malformed, "is not a number");
+  check_refused(
+      load_after_good(folder, after_warm({workspace_entry("w", "10 0 0 0 2 64 5 32 5", "Host")})),
+      S::malformed, "not in increasing order");
+  check_refused(
+      load_after_good(folder, after_warm({workspace_entry("w", "10 0 0 0 1 64 0", "Host")})),
+      S::malformed, "a level of no arenas");
+  check_refused(load_after_good(folder, after_warm({allocator_entry("a", "1", "Host"),
+                                                    allocator_entry("a", "2", "Host")})),
                 S::malformed, "a second 'allocator' entry for 'a'");
   check_refused(load_after_good(folder, after_warm({"buffer Host a 4096"})), S::malformed,
                 "is not an entry");
   check_refused(load_after_good(folder, "<html><body>not this</body></html>\n"), S::malformed,
                 "not a kbuf sizes file");
   check_refused(load_after_good(folder, ""), S::malformed, "empty");
-  check_refused(load_after_good(folder, std::string("kbuf-sizes 1\n\0\xff\xfe", 16)), S::malformed,
-                "is binary");
-  check_refused(
-      load_after_good(folder, file_of({"allocator Host " + std::string(70000, 'x') + " 4096"})),
-      S::malformed, "more than any line kbuf writes");
+  std::string binary;
+  for (int i = 0; i < 4096; ++i) binary.push_back(static_cast<char>((i * 7919) & 0xff));
+  check_refused(load_after_good(folder, binary), S::malformed, "not a kbuf sizes file");
+  check_refused(load_after_good(folder, std::string("kbuf-sizes 2 \"\0\xff\xfe", 17)), S::truncated,
+                "closing quote");
+  check_refused(load_after_good(folder, after_warm({allocator_entry(std::string(5000, 'x'), "1")})),
+                S::malformed, "line 3: the label 'xxxx");
+  check_refused(load_after_good(folder, after_warm({allocator_entry(std::string(5000, 'x'), "1")})),
+                S::malformed, "is longer than 4096 bytes");
   check_refused(load_after_good(folder, std::string(17 << 20, '#')), S::malformed,
                 "more than any sizes file kbuf writes");
-  check_refused(load_after_good(folder, after_warm({"allocator Host a%zz 4096"})), S::malformed,
-                "is not an escaped name");
+  check_refused(load_after_good(folder, after_warm({"allocator Host \"a\" 4096"})), S::malformed,
+                "the memory space 'Host' is not in quotes");
+  check_refused(load_after_good(folder, after_warm({workspace_entry("w", "10 0 0 0 0")})),
+                S::malformed, "a workspace of 0 levels (1 to 256)");
+  check_refused(load_after_good(folder, after_warm({allocator_entry("a", "4096")}) + "more\n"),
+                S::malformed, "text after the end line: 'more'");
 }
 
 TEST_CASE("load_sizes and save_sizes refuse an empty path, naming the call, and change nothing") {
   const std::string folder = fresh_folder();
-  (void)load_after_good(folder, file_of({"allocator Host kept 8192"}));
+  (void)load_after_good(folder, file_of({allocator_entry("kept", "8192", "Host")}));
   CHECK_THROWS_WITH_AS(kbuf::load_sizes(""),
                        "kbuf::load_sizes(\"\"): the path is empty; name a file", kbuf::logic_error);
   CHECK_THROWS_WITH_AS(kbuf::save_sizes(std::string("a\0b", 3)),
@@ -411,8 +451,7 @@ TEST_CASE(
   }
   // Destroyed: what it learned stays for the save.
   REQUIRE(kbuf::save_sizes(path).ok());
-  CHECK(read_text(path).find("allocator " + std::string(space::name()) + " sizes-rerun ") !=
-        std::string::npos);
+  CHECK(read_text(path).find(allocator_entry("sizes-rerun", "")) != std::string::npos);
   const kbuf::SizesFileReport loaded = kbuf::load_sizes(path);
   REQUIRE(loaded.ok());
   host_alloc b(instance(), 0, host_alloc::default_alignment, "sizes-rerun");
@@ -436,7 +475,7 @@ TEST_CASE(
     "starting point only") {
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
-  write_text(path, file_of({"allocator " + std::string(space::name()) + " hinted 8192"}));
+  write_text(path, file_of({allocator_entry("hinted", "8192")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   host_alloc big(instance(), 1 << 20, host_alloc::default_alignment, "hinted");
   CHECK(big.capacity() == kbuf::buffer_size(1 << 20));
@@ -448,9 +487,9 @@ TEST_CASE("sizes file: default labels are neither started from saved sizes nor s
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   const std::string sp = space::name();
-  write_text(path, file_of({"allocator " + sp + " kbuf 1048576",
-                            "allocator " + sp + " kbuf::AllocatorPool 1048576",
-                            "workspace " + sp + " workspace 10 0 0 0 100000x10"}));
+  write_text(path, file_of({allocator_entry("kbuf", "1048576"),
+                            allocator_entry("kbuf::AllocatorPool", "1048576"),
+                            workspace_entry("workspace", "10 0 0 0 1 100000 10")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   host_alloc a(instance(), 0);
   CHECK(a.capacity() == 0);
@@ -474,8 +513,8 @@ TEST_CASE(
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   const std::string sp = space::name();
-  write_text(path, file_of({"allocator " + sp + " sizes-pool 65536",
-                            "allocator " + sp + " kbuf::process_allocator 131072"}));
+  write_text(path, file_of({allocator_entry("sizes-pool", "65536"),
+                            allocator_entry("kbuf::process_allocator", "131072")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   {
     kbuf::AllocatorPool<space> pool(0, host_alloc::default_alignment, "sizes-pool");
@@ -499,8 +538,8 @@ TEST_CASE(
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   const std::string sp = space::name();
-  write_text(path, file_of({"allocator " + sp + " limited 1048576",
-                            "allocator " + sp + " limited-pool 1048576"}));
+  write_text(path, file_of({allocator_entry("limited", "1048576"),
+                            allocator_entry("limited-pool", "1048576")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   kbuf::AllocatorPool<space> pool(0, host_alloc::default_alignment, "limited-pool");
   pool.limit(100000);
@@ -526,7 +565,7 @@ TEST_CASE(
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   // 2^47 bytes, 128 TiB: within what a file may say, beyond any host's address space.
-  write_text(path, file_of({"allocator " + std::string(space::name()) + " vast 140737488355328"}));
+  write_text(path, file_of({allocator_entry("vast", "140737488355328")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   host_alloc a(instance(), 4096, host_alloc::default_alignment, "vast");
   CHECK(a.capacity() == 4096);
@@ -552,7 +591,7 @@ TEST_CASE(
     learned_slot = second.next_slot_bytes;
   }
   REQUIRE(kbuf::save_sizes(path).ok());
-  CHECK(read_text(path).find(" sizes%20ws ") != std::string::npos);
+  CHECK(read_text(path).find(" \"sizes ws\" ") != std::string::npos);
   REQUIRE(kbuf::load_sizes(path).ok());
   // A new allocator, labelled: its saved buffer holds the workspace, which starts learned.
   host_alloc b(instance(), 0, host_alloc::default_alignment, "ws-owner");
@@ -578,8 +617,8 @@ TEST_CASE(
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   const std::string sp = space::name();
-  write_text(path, file_of({"workspace " + sp + " huge 10 0 0 0 281474976710656x10",
-                            "workspace " + sp + " capped 10 0 0 0 2000000x10"}));
+  write_text(path, file_of({workspace_entry("huge", "10 0 0 0 1 281474976710656 10"),
+                            workspace_entry("capped", "10 0 0 0 1 2000000 10")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   host_alloc a(instance(), 0);
   long long wrong = -1;
@@ -601,7 +640,7 @@ TEST_CASE(
   const std::string folder = fresh_folder();
   const std::string path = folder + "/sizes";
   const std::string sp = space::name();
-  write_text(path, file_of({"allocator " + sp + " unused-here 12288"}));
+  write_text(path, file_of({allocator_entry("unused-here", "12288")}));
   REQUIRE(kbuf::load_sizes(path).ok());
   host_alloc a(instance(), 0, host_alloc::default_alignment, "saved-here");
   (void)workload(a, 1, 4);
