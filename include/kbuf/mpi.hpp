@@ -259,11 +259,10 @@ class RequestGuard {
   void irecv(const View& buffer, int source, int tag, MPI_Comm comm) {
     static_assert(!std::is_const<typename View::value_type>::value,
                   "kbuf::mpi::RequestGuard::irecv: the buffer must be writable");
-    constexpr const char* call = "kbuf::mpi::RequestGuard::irecv";
-    const Impl::mpi_message m = Impl::message_of(buffer, call);
-    MPI_Request* r = request_for(buffer);
-    const int rc = MPI_Irecv(m.data, m.count, m.datatype, source, tag, comm, r);
-    if (KBUF_IMPL_UNLIKELY(rc != MPI_SUCCESS)) drop_last_and_throw(call, "MPI_Irecv", rc);
+    post(buffer, "kbuf::mpi::RequestGuard::irecv", "MPI_Irecv",
+         [&](const Impl::mpi_message& m, MPI_Request* r) {
+           return MPI_Irecv(m.data, m.count, m.datatype, source, tag, comm, r);
+         });
   }
 
   /// Posts `MPI_Isend` of all of `buffer` to `dest` with `tag` on `comm` (as `irecv`).
@@ -271,11 +270,10 @@ class RequestGuard {
   /// @throws kbuf::mpi::error if `MPI_Isend` fails (nothing is pending for it then).
   template <class View>
   void isend(const View& buffer, int dest, int tag, MPI_Comm comm) {
-    constexpr const char* call = "kbuf::mpi::RequestGuard::isend";
-    const Impl::mpi_message m = Impl::message_of(buffer, call);
-    MPI_Request* r = request_for(buffer);
-    const int rc = MPI_Isend(m.data, m.count, m.datatype, dest, tag, comm, r);
-    if (KBUF_IMPL_UNLIKELY(rc != MPI_SUCCESS)) drop_last_and_throw(call, "MPI_Isend", rc);
+    post(buffer, "kbuf::mpi::RequestGuard::isend", "MPI_Isend",
+         [&](const Impl::mpi_message& m, MPI_Request* r) {
+           return MPI_Isend(m.data, m.count, m.datatype, dest, tag, comm, r);
+         });
   }
 
   /// A request slot for a nonblocking call the caller makes itself over the memory of `buffer`
@@ -345,6 +343,15 @@ class RequestGuard {
     const void* data;  // nullptr: memory the allocator did not hold when it was posted
     std::size_t bytes;
   };
+
+  // Posts `mpi_call(message, request slot)` over all of `buffer` (`what` names it).
+  template <class View, class Call>
+  void post(const View& buffer, const char* call, const char* what, Call mpi_call) {
+    const Impl::mpi_message m = Impl::message_of(buffer, call);
+    MPI_Request* r = request_for(buffer);
+    const int rc = mpi_call(m, r);
+    if (KBUF_IMPL_UNLIKELY(rc != MPI_SUCCESS)) drop_last_and_throw(call, what, rc);
+  }
 
   // A post failed: its slot holds no request.
   [[noreturn]] KBUF_IMPL_COLD void drop_last_and_throw(const char* call, const char* mpi_call,

@@ -3,12 +3,25 @@
 
 /// @file
 /// Kokkos version numbers (`KOKKOS_VERSION`, `KOKKOSKERNELS_VERSION`: major * 10000 + minor * 100
-/// + patch) as the Kokkos project spells its releases.
+/// + patch) as the Kokkos project spells its releases, and the names that changed between
+/// versions.
 
 #include <string>
 
+#include <Kokkos_Core.hpp>
+
 namespace kbuf {
 namespace Impl {
+
+#if defined(KOKKOS_ENABLE_HIP)
+/// Kokkos' HIP backend and its memory space (in Kokkos::Experimental before 4.0).
+#if KOKKOS_VERSION >= 40000
+using hip_execution_space = Kokkos::HIP;
+#else
+using hip_execution_space = Kokkos::Experimental::HIP;
+#endif
+using hip_memory_space = hip_execution_space::memory_space;
+#endif
 
 /// "4.6.01" for 40601, "5.1.1" for 50101. Up to 4.x Kokkos writes the patch number with two
 /// digits; from 5.0 on it follows semantic versioning and writes it plainly. Development

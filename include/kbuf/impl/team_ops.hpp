@@ -17,6 +17,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <kbuf/impl/device_code.hpp>
+#include <kbuf/impl/kokkos_version.hpp>
 
 namespace kbuf {
 namespace Impl {
@@ -53,14 +54,6 @@ class EmulatedTeamMember {
   EmulatedTeamMember& operator=(const EmulatedTeamMember&) = default;
   ~EmulatedTeamMember() = default;
 };
-
-#if defined(KOKKOS_ENABLE_HIP)
-#if KOKKOS_VERSION >= 40000
-using hip_execution_space = Kokkos::HIP;
-#else
-using hip_execution_space = Kokkos::Experimental::HIP;
-#endif
-#endif
 
 /// The kind of the team member type `Member`, or -1 for one kbuf does not know.
 template <class Member, class = void>

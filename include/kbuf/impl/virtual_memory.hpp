@@ -54,6 +54,7 @@
 
 #include <kbuf/config.hpp>
 #include <kbuf/impl/errors.hpp>
+#include <kbuf/impl/kokkos_version.hpp>
 #include <kbuf/impl/passthrough.hpp>
 
 #ifndef KBUF_GROW_IN_PLACE
@@ -260,11 +261,6 @@ struct VirtualMemoryApi<Kokkos::CudaSpace> {
 #endif
 
 #if defined(KOKKOS_ENABLE_HIP)
-#if KOKKOS_VERSION >= 40000
-using hip_memory_space = Kokkos::HIPSpace;
-#else
-using hip_memory_space = Kokkos::Experimental::HIPSpace;
-#endif
 #if KBUF_IMPL_HIP_VIRTUAL_MEMORY
 template <>
 struct VirtualMemoryApi<hip_memory_space> {
