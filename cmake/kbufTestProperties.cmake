@@ -30,9 +30,14 @@ endfunction()
 # Kokkos Tools on (KBUF_TOOLS_REPORT=1), no saved sizes (KBUF_SIZES empty: none is loaded or
 # saved) and growth by regrowth (KBUF_GROW_IN_PLACE=0). A test that sets one of them itself (its ENVIRONMENT, or `cmake -E env` in its command)
 # keeps its own. Every folder that registers tests calls it at its end; the top-level
-# CMakeLists.txt checks that none was missed (kbuf_check_switches_pinned).
+# CMakeLists.txt checks that none was missed (kbuf_check_switches_pinned). With MPI_SESSIONS, a
+# folder whose tests start Open MPI also gives each its own session folder first
+# (kbuf_own_mpi_session_dirs).
 set(KBUF_PINNED_SWITCHES KBUF_PASSTHROUGH=0 KBUF_TOOLS_REPORT=1 KBUF_SIZES= KBUF_GROW_IN_PLACE=0)
 function(kbuf_pin_switches)
+  if(ARGV0 STREQUAL "MPI_SESSIONS")
+    kbuf_own_mpi_session_dirs()
+  endif()
   get_property(tests DIRECTORY PROPERTY TESTS)
   foreach(test IN LISTS tests)
     get_test_property("${test}" ENVIRONMENT env)

@@ -75,6 +75,14 @@ namespace Impl {
 inline void mpi_check(int code, const char* call, const char* mpi_call) {
   if (KBUF_IMPL_UNLIKELY(code != MPI_SUCCESS)) throw_mpi_error(call, mpi_call, code);
 }
+
+/// The calling rank of `comm` and how many ranks it has (`call` names the caller in an error).
+inline std::pair<int, int> rank_and_size(MPI_Comm comm, const char* call) {
+  std::pair<int, int> r{0, 1};
+  mpi_check(MPI_Comm_rank(comm, &r.first), call, "MPI_Comm_rank");
+  mpi_check(MPI_Comm_size(comm, &r.second), call, "MPI_Comm_size");
+  return r;
+}
 }  // namespace Impl
 
 namespace mpi {
@@ -404,10 +412,7 @@ class RequestGuard {
 inline std::vector<std::size_t> shared_indices(std::size_t n, MPI_Comm comm) {
   constexpr const char* call = "kbuf::mpi::shared_indices";
   Impl::expect_mpi_running(call);
-  int rank = 0;
-  int size = 1;
-  Impl::mpi_check(MPI_Comm_rank(comm, &rank), call, "MPI_Comm_rank");
-  Impl::mpi_check(MPI_Comm_size(comm, &size), call, "MPI_Comm_size");
+  const auto [rank, size] = Impl::rank_and_size(comm, call);
   std::vector<std::size_t> mine;
   for (std::size_t i = static_cast<std::size_t>(rank); i < n; i += static_cast<std::size_t>(size)) {
     mine.push_back(i);
@@ -425,10 +430,7 @@ inline std::vector<std::string> gather_ordered(
     const std::vector<std::pair<std::size_t, std::string>>& mine, MPI_Comm comm, int root = 0) {
   constexpr const char* call = "kbuf::mpi::gather_ordered";
   Impl::expect_mpi_running(call);
-  int rank = 0;
-  int size = 1;
-  Impl::mpi_check(MPI_Comm_rank(comm, &rank), call, "MPI_Comm_rank");
-  Impl::mpi_check(MPI_Comm_size(comm, &size), call, "MPI_Comm_size");
+  const auto [rank, size] = Impl::rank_and_size(comm, call);
 
   // This rank's pairs as bytes: job (8 bytes), length (8 bytes), text, for each pair.
   std::vector<char> bytes;
