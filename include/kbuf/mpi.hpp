@@ -152,7 +152,9 @@ ReducedStatistics reduce_statistics(const AllocatorPool<MemorySpace>& pool, MPI_
 }
 
 /// A table, one counter a line: `  temporaries      min 120  max 130  sum 370`, under a heading
-/// that names the number of ranks and the rank with the peak.
+/// that names the number of ranks and the rank with the peak. Where a rank's buffer grows in
+/// place (`reserved_bytes` not 0 on some rank), three more rows: grown in place, reserved and
+/// committed bytes.
 inline std::ostream& operator<<(std::ostream& os, const ReducedStatistics& r) {
   struct Row {
     const char* name;
@@ -166,10 +168,14 @@ inline std::ostream& operator<<(std::ostream& os, const ReducedStatistics& r) {
                              {"fences", &Statistics::fences},
                              {"peak used bytes", &Statistics::peak_used},
                              {"peak live", &Statistics::peak_live},
-                             {"limit refusals", &Statistics::limit_refusals}};
+                             {"limit refusals", &Statistics::limit_refusals},
+                             {"grown in place", &Statistics::grown_in_place},
+                             {"reserved bytes", &Statistics::reserved_bytes},
+                             {"committed bytes", &Statistics::committed_bytes}};
   os << "kbuf statistics over " << r.ranks << (r.ranks == 1 ? " rank" : " ranks")
      << " (largest peak used on rank " << r.peak_rank << "):\n";
   for (const Row& row : rows) {
+    if (row.member == &Statistics::grown_in_place && r.max.reserved_bytes == 0) break;
     os << "  " << std::left << std::setw(16) << row.name << std::right << " min " << std::setw(10)
        << r.min.*row.member << "  max " << std::setw(10) << r.max.*row.member << "  sum "
        << std::setw(12) << r.sum.*row.member << '\n';

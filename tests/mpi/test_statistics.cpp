@@ -77,6 +77,32 @@ TEST_CASE("reduce_statistics: min, max and sum of each counter, and the rank wit
   CHECK(text.find("largest peak used on rank " + std::to_string(got.peak_rank)) !=
         std::string::npos);
   CHECK(text.find("temporaries") != std::string::npos);
+  CHECK(text.find("reserved bytes") == std::string::npos);  // no rank grows in place
+
+  // A rank whose buffer grows in place: the three rows of growth in place, every rank's.
+  s.reserved_bytes = r == 0 ? std::size_t{1} << 30 : 0;
+  s.committed_bytes = 2097152 * (r + 1);
+  s.grown_in_place = r;
+  std::ostringstream in_place;
+  in_place << kbuf::mpi::reduce_statistics(s, MPI_COMM_WORLD);
+  CAPTURE(in_place.str());
+  // The min, max and sum of the row `name`.
+  const auto row = [&](const std::string& name) {
+    const std::string& t = in_place.str();
+    const std::size_t at = t.find("  " + name + " ");
+    std::istringstream line(at == std::string::npos ? "" : t.substr(at + name.size() + 2));
+    std::string min, max, sum;
+    std::size_t v[3] = {0, 0, 0};
+    line >> min >> v[0] >> max >> v[1] >> sum >> v[2];
+    CHECK(min + max + sum == "minmaxsum");
+    return std::to_string(v[0]) + " " + std::to_string(v[1]) + " " + std::to_string(v[2]);
+  };
+  CHECK(row("grown in place") ==
+        "0 " + std::to_string(p - 1) + " " + std::to_string(p * (p - 1) / 2));
+  CHECK(row("reserved bytes") ==
+        (p == 1 ? "1073741824" : "0") + std::string(" 1073741824 1073741824"));
+  CHECK(row("committed bytes") ==
+        "2097152 " + std::to_string(2097152 * p) + " " + std::to_string(2097152 * p * (p + 1) / 2));
 }
 
 TEST_CASE("reduce_statistics of allocators and pools: each rank's peak differs with its share") {
