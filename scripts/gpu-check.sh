@@ -89,7 +89,7 @@ report=${report:-$build_dir/gpu-check-report.md}
 
 # Executables the run uses beside the tests ctest knows (a device build registers no CTest test
 # for the workspace's team-misuse program: its tests call cmake).
-extra_executables="src/demo/kbuf-demo bench/kbuf-bench tests/reliability/kbuf-test-workspace-team-misuse"
+extra_executables="src/demo/kbuf-demo bench/kbuf-bench bench/kbuf-bench-growth tests/reliability/kbuf-test-workspace-team-misuse"
 
 # ---- Build -------------------------------------------------------------------------------------
 build() {
@@ -392,6 +392,20 @@ run() {
   if [[ -x "$misuse" ]]; then
     section "Workspace misuse on the device (kbuf-test-workspace-team-misuse)" \
       misuse_cases "$misuse" >> "$report" || status=1
+  fi
+  # Growth in place in the device's memory (CUDA's driver virtual memory API, HIP's from ROCm
+  # 5.2): what kernels wrote survives growth, trim gives back; then a first run by regrowth, in
+  # place and from a sizes file, side by side (its halo exchange; each fallback a device
+  # allocation).
+  local gip="$build_dir/tests/unit/kbuf-test-grow-in-place"
+  if [[ -x "$gip" ]]; then
+    section "Growth in place on the device (unit.grow_in_place)" "$gip" \
+      "--test-case=*default_memory_space*" -s >> "$report" || status=1
+  fi
+  local bgr="$build_dir/bench/kbuf-bench-growth"
+  if [[ -x "$bgr" ]]; then
+    section "A first run by regrowth, in place, from a sizes file (kbuf-bench-growth --runs 3)" \
+      "$bgr" --runs 3 >> "$report" || status=1
   fi
   local bls="$build_dir/examples/kbuf-batched-least-squares"
   if [[ -x "$bls" ]]; then

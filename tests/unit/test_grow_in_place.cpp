@@ -303,3 +303,47 @@ TEST_CASE("grow in place: trim gives a pool's combined limit back exactly what i
     CHECK(pool.held() == 0);  // not wrapped below zero by a second give-back
   }
 }
+
+TEST_CASE(
+    "grow in place in kbuf::default_memory_space (a GPU's memory in a CUDA or HIP build): what "
+    "a kernel wrote survives growth, addresses stay, trim gives back") {
+  using alloc_type = kbuf::BufferAllocator<kbuf::default_memory_space>;
+  using exec = alloc_type::execution_space;
+  const kbuf_test::ScopedEnv on("KBUF_GROW_IN_PLACE", "1");
+  alloc_type alloc;
+  MESSAGE((std::string(kbuf::default_memory_space::name()) + ": " + alloc.growth()));
+  REQUIRE(alloc.grows_in_place());
+  const exec instance = alloc.execution_space_instance();
+  const void* base = alloc.buffer().data();
+  std::size_t committed = 0;
+  {
+    auto scope = alloc.scope();
+    auto first = alloc.allocate<long*>(1000);
+    Kokkos::parallel_for(
+        "kbuf test: grow in place, fill", Kokkos::RangePolicy<exec>(instance, 0, 1000),
+        KOKKOS_LAMBDA(const int i) { first(i) = 3 * i + 1; });
+    std::vector<const void*> at{first.data()};
+    for (std::size_t n = 1024; n <= (std::size_t{64} << 20); n *= 4) {
+      auto v = alloc.allocate<char*>(n);
+      Kokkos::deep_copy(instance, v, char{1});  // its memory written on the device
+      at.push_back(v.data());
+    }
+    long wrong = -1;
+    Kokkos::parallel_reduce(
+        "kbuf test: grow in place, read back", Kokkos::RangePolicy<exec>(instance, 0, 1000),
+        KOKKOS_LAMBDA(const int i, long& w) { w += first(i) != 3 * i + 1 ? 1 : 0; }, wrong);
+    CHECK(wrong == 0);
+    for (std::size_t i = 1; i < at.size(); ++i) CHECK(at[i] > at[i - 1]);
+    CHECK(static_cast<const void*>(alloc.buffer().data()) == base);
+    committed = alloc.statistics().committed_bytes;
+  }
+  const kbuf::Statistics s = alloc.statistics();
+  CHECK(s.fallbacks == 0);
+  CHECK(s.regrows == 0);
+  CHECK(s.grown_in_place > 0);
+  CHECK(committed >= (std::size_t{64} << 20));
+  CHECK(s.committed_bytes == alloc.capacity());
+  // Empty now: trim gives back everything committed.
+  CHECK(alloc.trim() == committed);
+  CHECK(alloc.statistics().committed_bytes == 0);
+}
