@@ -658,7 +658,8 @@ class SizesLink : public SizesNode {
     if (!linked_) return;
     SizesState& st = sizes_state();
     std::lock_guard<std::mutex> lock(st.mutex);
-    st.live.erase(std::find(st.live.begin(), st.live.end(), this));
+    const auto me = std::find(st.live.begin(), st.live.end(), this);
+    if (me != st.live.end()) st.live.erase(me);
     try {
       SizesTable learned;
       read(*this, learned);
