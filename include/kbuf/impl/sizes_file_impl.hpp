@@ -517,12 +517,14 @@ inline std::string write_sizes_text(const std::string& path, const std::string& 
   const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   const int write_error = errno;
   const bool closed = std::fclose(f) == 0;
+  const int close_error = errno;
   const auto error = [](int e) { return e != 0 ? std::strerror(e) : "an I/O error"; };
   std::string why;
   if (!written || !closed) {
-    why = concat("cannot write '", temp, "': ", error(!written ? write_error : errno));
+    why = concat("cannot write '", temp, "': ", error(!written ? write_error : close_error));
   } else if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    why = concat("cannot rename '", temp, "' to it: ", error(errno));
+    const int rename_error = errno;
+    why = concat("cannot rename '", temp, "' to it: ", error(rename_error));
   }
   if (!why.empty()) std::remove(temp.c_str());
   return why;
@@ -540,8 +542,7 @@ inline SizesFileReport install_loaded(SizesState& st, const std::string& path, c
   ParsedSizes p{file.status, file.why, {}};
   if (file.status == SizesFileStatus::ok) p = parse_sizes(file.text, sizes_program_name());
   SizesFileReport r{path, p.status, {}, saved_sizes_of(p.table)};
-  const bool unused = p.status != SizesFileStatus::ok;
-  if (unused) {
+  if (p.status != SizesFileStatus::ok) {
     const bool read = file.status == SizesFileStatus::ok;
     r.message = one_line(concat(sizes_subject(path, from_env), ": ", p.message,
                                 read ? "; its sizes are not used, " : "; ",
