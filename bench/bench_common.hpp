@@ -10,7 +10,7 @@
 
 namespace kbuf_bench {
 
-using namespace kbuf_timing;  // the timing harness (src/timing)
+using namespace kbuf_timing;  // the timing harness (apps/timing)
 
 struct Options {
   bool quick = false;    // a few seconds in all: the CI smoke test

@@ -34,7 +34,7 @@
 
 namespace kbuf_bench {
 
-using namespace kbuf_timing;  // the timing harness (src/timing)
+using namespace kbuf_timing;  // the timing harness (apps/timing)
 
 using memory_space = kbuf::default_memory_space;
 using execution_space = kbuf::default_execution_space;

@@ -15,15 +15,15 @@ build=${KBUF_BUILD_DIR:-build-release}
 cmake --preset release -B "$build" ${KBUF_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build" --target kbuf-demo kbuf-tebd kbuf-batched-fits -j "$(nproc)"
 for arg in "$@"; do
-  case "$arg" in -h | --help) exec "$build/src/demo/kbuf-demo" "$arg" ;; esac
+  case "$arg" in -h | --help) exec "$build/apps/demo/kbuf-demo" "$arg" ;; esac
 done
 status=0
-"$build/src/demo/kbuf-demo" "$@" || status=$?
+"$build/apps/demo/kbuf-demo" "$@" || status=$?
 echo
 echo "== kbuf-tebd: ground-state energies per site, every temporary of a step from kbuf"
-"$build/src/tebd/kbuf-tebd" --model ising --field 0.5,1 --chi 16 --strategy all --repeat 3 || status=$?
-"$build/src/tebd/kbuf-tebd" --model heisenberg --chi 16 --strategy all --repeat 3 || status=$?
+"$build/apps/tebd/kbuf-tebd" --model ising --field 0.5,1 --chi 16 --strategy all --repeat 3 || status=$?
+"$build/apps/tebd/kbuf-tebd" --model heisenberg --chi 16 --strategy all --repeat 3 || status=$?
 echo
 echo "== kbuf-batched-fits: least-squares fits inside kernels, work arrays from a kbuf workspace"
-"$build/src/batched/kbuf-batched-fits" --entries 1000 --repeat 3 || status=$?
+"$build/apps/batched/kbuf-batched-fits" --entries 1000 --repeat 3 || status=$?
 exit "$status"

@@ -89,7 +89,7 @@ report=${report:-$build_dir/gpu-check-report.md}
 
 # Executables the run uses beside the tests ctest knows (a device build registers no CTest test
 # for the workspace's team-misuse program: its tests call cmake).
-extra_executables="src/demo/kbuf-demo bench/kbuf-bench bench/kbuf-bench-growth tests/reliability/kbuf-test-workspace-team-misuse"
+extra_executables="apps/demo/kbuf-demo bench/kbuf-bench bench/kbuf-bench-growth tests/reliability/kbuf-test-workspace-team-misuse"
 
 # ---- Build -------------------------------------------------------------------------------------
 build() {
@@ -412,14 +412,14 @@ run() {
     section "Batched least squares (kbuf-batched-least-squares --repeat 3)" "$bls" --repeat 3 \
       >> "$report" || status=1
   fi
-  local fits="$build_dir/src/batched/kbuf-batched-fits"
+  local fits="$build_dir/apps/batched/kbuf-batched-fits"
   if [[ -x "$fits" ]]; then
     section "Batched fits (kbuf-batched-fits --repeat 3)" "$fits" --repeat 3 >> "$report" || status=1
   fi
 
-  if [[ -x "$build_dir/src/demo/kbuf-demo" ]]; then
+  if [[ -x "$build_dir/apps/demo/kbuf-demo" ]]; then
     # shellcheck disable=SC2086  # word splitting of the user's argument string is intended
-    section "Demo (kbuf-demo${demo_args:+ $demo_args})" "$build_dir/src/demo/kbuf-demo" $demo_args >> "$report" || status=1
+    section "Demo (kbuf-demo${demo_args:+ $demo_args})" "$build_dir/apps/demo/kbuf-demo" $demo_args >> "$report" || status=1
   else
     printf '\n## Demo\n\nnot built (no Kokkos Kernels)\n' >> "$report"
   fi

@@ -56,7 +56,7 @@ OPTION_FILES = [ROOT / "CMakeLists.txt"] + sorted((ROOT / "cmake").glob("*.cmake
 # Where the project looks up its dependencies for the parts the recipe can enable (the library,
 # the Kokkos Kernels workload, the tests and the benchmarks); the examples stay off in the recipe
 # and the install-test projects only look up kbuf itself.
-DEPENDENCY_DIRS = ["src", "tests", "bench"]
+DEPENDENCY_DIRS = ["src", "apps", "tests", "bench"]
 DEPENDENCY_SKIP_DIRS = [ROOT / "tests" / "install"]
 
 # find_package() name -> Spack package name

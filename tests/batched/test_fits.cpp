@@ -1,4 +1,4 @@
-// The batched least-squares fits (src/batched): every solver of both levels from a kbuf
+// The batched least-squares fits (apps/batched): every solver of both levels from a kbuf
 // workspace, level-0/1 scratch and fixed slots, against LAPACK's dgels and the exact polynomial;
 // and the slack the job gives Kokkos Kernels' tall QR, which writes past its A and t.
 #include <doctest/doctest.h>

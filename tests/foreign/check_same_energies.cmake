@@ -10,7 +10,7 @@
 # steps) is several 1e-6. A bound tied to one build's last digits would fail in another's.
 # FOREIGN must name the foreign memory space.
 #   -DHOST=... -DFOREIGN=...
-include("${CMAKE_CURRENT_LIST_DIR}/../../src/tebd/tebd_runs.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/../../apps/tebd/tebd_runs.cmake")
 
 # "-1.0635444087" as an integer count of 1e-10: -10635444087.
 function(units_of value out)

@@ -214,14 +214,14 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
 
     # Kokkos Kernels shares kbuf's Kokkos; with CUDA it is built for the same architecture.
     with when("+kernels"):
-        # kbuf-tebd's SVDs (find_package(LAPACK) in src/tebd)
+        # kbuf-tebd's SVDs (find_package(LAPACK) in apps/tebd)
         depends_on("lapack")
         depends_on("kokkos-kernels")
         depends_on("kokkos-kernels~cuda", when="~cuda")
         for _arch in _KOKKOS_CUDA_ARCHES:
             depends_on(f"kokkos-kernels+cuda cuda_arch={_arch}", when=f"+cuda cuda_arch={_arch}")
 
-    # kbuf-advisor writes its JSON with nlohmann-json (find_package(nlohmann_json) in src/advisor)
+    # kbuf-advisor writes its JSON with nlohmann-json (find_package(nlohmann_json) in apps/advisor)
     depends_on("nlohmann-json@3.9:", when="+advisor")
 
     # find_package(MPI COMPONENTS CXX) with KBUF_ENABLE_MPI

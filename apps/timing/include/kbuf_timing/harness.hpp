@@ -1,4 +1,4 @@
-// Timing and reporting code shared by kbuf-bench and the applications in src/ (target
+// Timing and reporting code shared by kbuf-bench and the applications in apps/ (target
 // kbuf_timing): optimisation barriers, interleaved timing of several strategies, order
 // statistics, aligned tables and CSV output. Self-made so that one process prints every
 // strategy's figures and its ratio to kbuf side by side.
