@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <map>
 #include <memory>
 #include <new>
 #include <string>
@@ -27,22 +26,45 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
 #include <kbuf/impl/macros.hpp>
-#include <kbuf/impl/passthrough.hpp>
-#include <kbuf/impl/sizes_file_impl.hpp>
-#include <kbuf/impl/tools.hpp>
 #include <kbuf/impl/view_traits.hpp>
-#include <kbuf/impl/virtual_memory.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
-#include <kbuf/workspace.hpp>
 
 namespace kbuf {
 
 template <class MemorySpace>
 class AllocatorPool;
+template <class MemorySpace>
+class Workspace;
+struct per_team;
+struct per_thread;
 
 namespace Impl {
 struct CurrentAccess;
+// The features build on the allocator; it holds their state by pointer and calls them from its
+// compiled members (src/, kbuf/impl/allocator_definitions.hpp), so this header needs none of
+// their definitions.
+template <class MemorySpace>
+class VirtualRange;  // growth in place (kbuf/impl/virtual_memory.hpp)
+template <class MemorySpace>
+class SizesLink;  // saved sizes (kbuf/impl/sizes_file_impl.hpp)
+template <class MemorySpace>
+struct SizesHooks;
+class TemporaryReporter;  // Kokkos Tools reports (kbuf/impl/tools.hpp)
+struct WorkspaceRecords;  // what workspaces learned, per label (kbuf/workspace.hpp)
+struct WorkspaceNeeds;
+
+/// True for the memory spaces libkbuf holds the allocator's compiled members for: HostSpace and
+/// the configured backend's device space. Any other space (a user's own) includes
+/// <kbuf/any_space.hpp>, which makes the definitions reachable.
+template <class MemorySpace>
+struct compiled_space
+    : std::integral_constant<bool, std::is_same<MemorySpace, Kokkos::HostSpace>::value ||
+                                       std::is_same<MemorySpace, default_memory_space>::value> {};
+
+/// Made true for every space by <kbuf/any_space.hpp>.
+template <class MemorySpace, class = void>
+struct definitions_reachable : std::false_type {};
 }  // namespace Impl
 
 template <class MemorySpace>
@@ -178,11 +200,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// initialized.
   /// @throws kbuf::out_of_memory if the buffer cannot be allocated.
   explicit BufferAllocator(const execution_space& exec, std::size_t sizehint = 0,
-                           std::size_t alignment = default_alignment, std::string label = "kbuf")
-      : Impl::BufferPolicy(alignment), exec_(exec), label_(std::move(label)) {
-    expect_initialized("kbuf::BufferAllocator(exec, sizehint, alignment, label)");
-    init(sizehint);
-  }
+                           std::size_t alignment = default_alignment, std::string label = "kbuf");
 
   BufferAllocator(const BufferAllocator&) = delete;
   BufferAllocator(BufferAllocator&&) = delete;
@@ -192,34 +210,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// Fences the bound instance, then frees the buffer and all fallbacks. Must run before
   /// `Kokkos::finalize`. Never throws. With `KBUF_ENABLE_DEBUG`, aborts if scopes are live or a
   /// `kbuf::use` guard still makes it a thread's current allocator.
-  ~BufferAllocator() {
-#if KBUF_ENABLE_DEBUG
-    if (live_scopes_ != 0) {
-      Impl::debug_abort(Impl::concat("kbuf::BufferAllocator '", label_, "' (",
-                                     static_cast<const void*>(this), ") destroyed while ",
-                                     live_scopes_,
-                                     " of its scopes are live; end every scope "
-                                     "before its allocator"));
-    }
-    if (live_uses_ != 0) {
-      Impl::debug_abort(
-          Impl::concat("kbuf::BufferAllocator '", label_, "' (", static_cast<const void*>(this),
-                       ") destroyed while ",
-                       Impl::count_of{live_uses_, "kbuf::use guard makes", "kbuf::use guards make"},
-                       " it a thread's current allocator; end every guard "
-                       "before its allocator"));
-    }
-#endif
-    if (reporter_ != nullptr) report_released(0);
-    if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
-    Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
-    range_.release(label_);                         // growth in place: the reservation
-    for (const Fallback& f : fallbacks_) {
-      Impl::unpoison<MemorySpace>(f.memory.data(), f.memory.size());
-      free_owned(f);
-    }
-    uncharge(capacity_ + fallback_held_);
-  }
+  ~BufferAllocator();
 
   /// One temporary of `DataType` (e.g. `double**`, `float*[3]`, `Kokkos::complex<double>***`)
   /// in `Layout` (LayoutRight or LayoutLeft), one extent per runtime dimension. The memory is
@@ -230,6 +221,11 @@ class BufferAllocator final : private Impl::BufferPolicy {
   view<DataType, Layout> allocate(Extents... extents) {
     using V = view<DataType, Layout>;
     using T = typename V::value_type;
+    static_assert(
+        Impl::compiled_space<MemorySpace>::value || Impl::definitions_reachable<MemorySpace>::value,
+        "kbuf::BufferAllocator<MemorySpace>: libkbuf holds the allocator for HostSpace "
+        "and the configured backend's device space; for another memory space include "
+        "<kbuf/any_space.hpp>");
     static_assert(Impl::is_contiguous_layout<Layout>,
                   "kbuf::BufferAllocator::allocate: Layout must be Kokkos::LayoutRight or "
                   "Kokkos::LayoutLeft");
@@ -434,22 +430,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// @throws kbuf::out_of_memory if the new buffer would pass `limit()` (or its pool's
   /// combined limit; nothing changes then) or cannot be allocated (the allocator then keeps a
   /// buffer of its old capacity where memory allows).
-  void resize(std::size_t nbytes) {
-    KBUF_EXPECTS(empty(), "kbuf::BufferAllocator::resize(", nbytes, ") on allocator '", label_,
-                 "': ", Impl::count_of{depth_, "temporary is", "temporaries are"},
-                 " live; resize only an empty allocator");
-    const std::size_t capacity = passthrough_ ? 0 : committed_size(buffer_size(nbytes));
-    if (capacity != capacity_) {
-      if (capacity > capacity_) {
-        charge(capacity - capacity_, "kbuf::BufferAllocator::resize", "a buffer of", capacity);
-      }
-      replace_buffer(capacity, "kbuf::BufferAllocator::resize");
-      if (!in_place_) ++stats_.regrows;  // in place, the buffer does not move
-    }
-    if (hwm_ > capacity_) hwm_ = capacity_;
-    shrink_ = false;
-    update_fast_end();
-  }
+  void resize(std::size_t nbytes);
 
   /// Raises the high-water mark to `nbytes`, so the next regrowth makes room for it. With
   /// `shrink`, sets it to `nbytes` (but not below what is live now), and the next regrowth may
@@ -491,16 +472,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// and the allocator is empty, the buffer shrinks to the largest `buffer_size` under `nbytes`
   /// instead: saved sizes never pass a limit.
   /// @throws kbuf::logic_error if the allocator holds more than `nbytes` now; nothing changes.
-  void limit(std::size_t nbytes) {
-    if (nbytes < held()) Impl::SizesHooks<MemorySpace>::yield_saved_buffer(*this, nbytes);
-    KBUF_EXPECTS(nbytes >= held(), "kbuf::BufferAllocator::limit(", nbytes, ") on allocator '",
-                 label_, "': it holds ", held(), " bytes (a buffer of ", capacity_, " and ",
-                 fallback_held_,
-                 " in live fallbacks); a limit cannot be set below what is held "
-                 "(resize the buffer or release the fallbacks first)");
-    limit_ = nbytes;
-    update_fast_end();
-  }
+  void limit(std::size_t nbytes);
   /// The most bytes the allocator may hold (`SIZE_MAX`: no limit).
   [[nodiscard]] std::size_t limit() const noexcept {
     return limit_;
@@ -588,8 +560,18 @@ class BufferAllocator final : private Impl::BufferPolicy {
                                         std::size_t fallback, bool team, std::string label,
                                         bool saved = true);
 
-  // What each workspace label learned (stable addresses: workspaces point at their record).
-  std::map<std::string, Impl::WorkspaceLearning> learned_;
+  // What each workspace label learned (stable addresses: workspaces point at their record);
+  // made by the first workspace (kbuf/workspace.hpp).
+  std::unique_ptr<Impl::WorkspaceRecords> learned_;
+  // learned_, made on first use (kbuf/impl/workspace_impl.hpp).
+  Impl::WorkspaceRecords& workspace_records();
+
+  // KBUF_SIZES: the needs an earlier run saved for the workspace label `label`, for `slots`
+  // slots rounded to `unit`; false when there are none (Impl::SizesHooks::saved_needs).
+  bool saved_workspace_needs(const std::string& label, std::size_t slots, std::size_t unit,
+                             Impl::WorkspaceNeeds& needs);
+  // Whether a workspace of `bytes` taken from saved needs fits (Impl::SizesHooks::room_for).
+  bool room_for_saved(std::size_t bytes);
 
   static constexpr std::size_t initial_mark_capacity = 32;
 
@@ -601,7 +583,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
     s.temporaries += released_ + depth_ - numbered_base_ - stats_.fallbacks;
     if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
-    s.reserved_bytes = range_.reserved();
+    s.reserved_bytes = reserved_;
     s.committed_bytes = in_place_ ? capacity_ : 0;
     return s;
   }
@@ -622,25 +604,29 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // A labelled temporary while a Kokkos Tools reporter is set: the label names its record.
   template <class DataType, class Layout, class... Extents>
   KBUF_IMPL_COLD view<DataType, Layout> allocate_reported(const char* label, Extents... extents) {
-    reporter_->name_next(label);
+    name_next(label);
     try {
       return allocate<DataType, Layout>(extents...);
     } catch (...) {
-      reporter_->name_next(nullptr);  // the next temporary is not this one
+      name_next(nullptr);  // the next temporary is not this one
       throw;
     }
   }
 
+  // The Kokkos Tools record of the next temporary is named `label` (null: "temporary").
+  void name_next(const char* label) noexcept;
+
   // An allocator of a pool: its memory counts against the pool's combined limit `budget`.
   BufferAllocator(Impl::SharedBudget& budget, const execution_space& exec, std::size_t sizehint,
-                  std::size_t alignment, std::string label)
-      : Impl::BufferPolicy(alignment), exec_(exec), label_(std::move(label)), budget_(&budget) {
-    init(sizehint);
-  }
+                  std::size_t alignment, std::string label);
 
   // The constructors' common part: checks the alignment, sets up the reporter and the marks,
   // and takes the first buffer of buffer_size(sizehint) bytes, charged against the limits.
   void init(std::size_t sizehint);
+
+  // The constructors' first step: reads the pass-through switch, makes the holders of the
+  // reservation and of the saved sizes' link, then init(sizehint).
+  void start(std::size_t sizehint);
 
   // Takes `bytes` more against the limits (the allocator's and its pool's); false, with nothing
   // taken, when one of them refuses. Cold paths only.
@@ -802,11 +788,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
 
   // `capacity` as a buffer in place commits it (rounded up to the granule); unchanged
   // otherwise, and where rounding overflows.
-  std::size_t committed_size(std::size_t capacity) const noexcept {
-    if (!in_place_) return capacity;
-    const std::size_t c = range_.round_up(capacity);
-    return c != 0 ? c : capacity;
-  }
+  std::size_t committed_size(std::size_t capacity) const noexcept;
 
   // In place, the empty buffer becomes `capacity` bytes (from committed_size): commits or gives
   // back chunks at its end, or, past the reservation, reserves again (or, where that fails,
@@ -1003,21 +985,60 @@ class BufferAllocator final : private Impl::BufferPolicy {
   std::size_t limit_ = Impl::SharedBudget::no_limit;
   std::size_t fallback_held_ = 0;         // bytes of the fallbacks held (live or being taken)
   Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
-  bool passthrough_ = Impl::passthrough_requested();   // read once, when the allocator is made
+  bool passthrough_ = false;              // read once, when the allocator is made
   std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
                                                        // construction and KBUF_TOOLS_REPORT did
                                                        // not turn reports off
-  std::size_t passthrough_front_ = 0;      // pass-through: bytes in front that align the space's
-                                           // addresses (take_exact)
-  Impl::VirtualRange<MemorySpace> range_;  // growth in place: the reservation (none: off)
-  bool in_place_ = false;                  // the buffer grows in place, in range_
-  std::string growth_;                     // growth(): how the buffer grows, and why
-  Impl::SizesLink<MemorySpace> sizes_{*this};  // saved sizes (kbuf/sizes_file.hpp); made last
+  std::size_t passthrough_front_ = 0;  // pass-through: bytes in front that align the space's
+                                       // addresses (take_exact)
+  std::unique_ptr<Impl::VirtualRange<MemorySpace>> range_;  // growth in place: the reservation
+                                                            // (none reserved: off)
+  std::size_t reserved_ = 0;  // range_'s reserved bytes (statistics().reserved_bytes)
+  bool in_place_ = false;     // the buffer grows in place, in range_
+  std::string growth_;        // growth(): how the buffer grows, and why
+  // Saved sizes (kbuf/sizes_file.hpp): made first in the constructors, destroyed first.
+  std::unique_ptr<Impl::SizesLink<MemorySpace>> sizes_;
 };
 
 }  // namespace kbuf
 
-#include <kbuf/impl/growth_fallbacks_limits.hpp>
-#include <kbuf/impl/workspace_impl.hpp>
+namespace kbuf {
+
+// The member templates on the element type: every translation unit instantiates its own.
+template <class MemorySpace>
+template <class DataType, class V, class... Extents>
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::allocate_checked(Extents... extents) {
+  const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
+      [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
+  if (nbytes == 0) {
+    ++stats_.temporaries;
+    return nullptr;
+  }
+  return acquire_slow(nbytes, alignof(typename V::value_type));
+}
+
+template <class MemorySpace>
+template <class DataType, class V, class... Extents>
+[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_extents(
+    Extents... extents) const {
+  Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
+}
+
+}  // namespace kbuf
+
+// libkbuf holds the compiled members for HostSpace and the backend's device space
+// (src/buffer_allocator.cpp); a translation unit instantiates only the hot path and the member
+// templates. <kbuf/any_space.hpp> makes the definitions reachable for any other space.
+#if KBUF_ENABLE_DEBUG == KBUF_IMPL_LIBRARY_DEBUG
+namespace kbuf {
+extern template class BufferAllocator<Kokkos::HostSpace>;
+#if !defined(KBUF_BACKEND_SERIAL)
+extern template class BufferAllocator<default_memory_space>;
+#endif
+}  // namespace kbuf
+#else
+// This translation unit's debug checks differ from libkbuf's: it instantiates its own members.
+#include <kbuf/any_space.hpp>
+#endif
 
 #endif  // KBUF_BUFFER_ALLOCATOR_HPP

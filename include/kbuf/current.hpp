@@ -718,4 +718,24 @@ template <class MemorySpace>
 
 }  // namespace kbuf
 
+// libkbuf holds the cold paths of the current allocator and the process allocators for HostSpace
+// and the backend's device space (src/current.cpp); a translation unit instantiates the hot path.
+#if KBUF_ENABLE_DEBUG == KBUF_IMPL_LIBRARY_DEBUG
+#define KBUF_IMPL_CURRENT_EXTERN(SPACE)                                  \
+  extern template class AllocatorPool<SPACE>;                            \
+  extern template BufferAllocator<SPACE>& process_allocator<SPACE>();    \
+  namespace Impl {                                                       \
+  extern template BufferAllocator<SPACE>* find_process_allocator<SPACE>( \
+      ThreadSpaceState&) noexcept;                                       \
+  extern template void note_no_current<SPACE>(const owner*) noexcept;    \
+  }
+namespace kbuf {
+KBUF_IMPL_CURRENT_EXTERN(Kokkos::HostSpace)
+#if !defined(KBUF_BACKEND_SERIAL)
+KBUF_IMPL_CURRENT_EXTERN(default_memory_space)
+#endif
+}  // namespace kbuf
+#undef KBUF_IMPL_CURRENT_EXTERN
+#endif
+
 #endif  // KBUF_CURRENT_HPP

@@ -43,6 +43,7 @@
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/mpi_support.hpp>
+#include <kbuf/impl/sizes_file_impl.hpp>  // one sizes file for all ranks
 #include <kbuf/sizes_file.hpp>
 #include <kbuf/statistics.hpp>
 

@@ -67,7 +67,7 @@ struct SizesFileReport {
 /// allocators learn as usual. Prints nothing. Thread-safe. Also reads `KBUF_SIZES` first if
 /// nothing read it yet, so that the last load decides.
 /// @throws kbuf::logic_error if `path` is empty or holds a zero byte; nothing changes then.
-inline SizesFileReport load_sizes(const std::string& path);
+SizesFileReport load_sizes(const std::string& path);
 
 /// Writes what the labelled allocators and workspaces of this process learned to `path`: each
 /// live labelled allocator's high-water mark and its labelled workspaces' needs (read now: call
@@ -77,18 +77,16 @@ inline SizesFileReport load_sizes(const std::string& path);
 /// temporary file beside `path`, then renamed over it. A file that cannot be written is said
 /// in the report (`unwritable`), not raised. Prints nothing.
 /// @throws kbuf::logic_error if `path` is empty or holds a zero byte; nothing is written then.
-inline SizesFileReport save_sizes(const std::string& path);
+SizesFileReport save_sizes(const std::string& path);
 
 /// What the last load (`load_sizes`, or `KBUF_SIZES`, which this reads if nothing did yet)
 /// gave: status `none` if no file was loaded. Thread-safe.
-inline SizesFileReport loaded_sizes();
+SizesFileReport loaded_sizes();
 
 /// What `save_sizes` would write now, less the loaded entries it carries over: the sizes this
 /// process learned under labels. Reads the live allocators, like `save_sizes`.
-inline std::vector<SavedSize> learned_sizes();
+std::vector<SavedSize> learned_sizes();
 
 }  // namespace kbuf
-
-#include <kbuf/impl/sizes_file_impl.hpp>
 
 #endif  // KBUF_SIZES_FILE_HPP

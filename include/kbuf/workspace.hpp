@@ -51,6 +51,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <ostream>
 #include <string>
 #include <type_traits>
@@ -58,6 +59,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <kbuf/buffer_allocator.hpp>
 #include <kbuf/config.hpp>
 #include <kbuf/errors.hpp>
 #include <kbuf/impl/errors.hpp>
@@ -150,6 +152,10 @@ struct WorkspaceLearning {
   std::size_t team_threads = 0;  ///< the threads of the teams seen last (0: none seen)
   std::vector<const unsigned char*> unfinished;  ///< workspaces made and not finished yet
 };
+
+/// What an allocator's workspaces learned, per label (stable addresses: workspaces point at
+/// their record). The allocator holds it by pointer and makes it with its first workspace.
+struct WorkspaceRecords : std::map<std::string, WorkspaceLearning> {};
 
 }  // namespace Impl
 
@@ -804,5 +810,7 @@ KOKKOS_INLINE_FUNCTION auto take(Arena& arena, Extents... extents)
 }
 
 }  // namespace kbuf
+
+#include <kbuf/impl/workspace_impl.hpp>  // BufferAllocator::workspace, Workspace::finish
 
 #endif  // KBUF_WORKSPACE_HPP

@@ -3,6 +3,7 @@
 // HIPHostPinnedSpace and, from Kokkos 3.7 on, HIPManagedSpace with HIP). Every member is
 // instantiated and a kernel writes through a temporary, so a device compiler (nvcc, hipcc)
 // proves the allocator builds for each space on a machine without a GPU. Nothing runs.
+#include <kbuf/any_space.hpp>  // every space Kokkos enables, not only libkbuf's
 #include <kbuf/kbuf.hpp>
 
 #include <cstddef>

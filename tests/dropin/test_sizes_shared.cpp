@@ -3,6 +3,7 @@
 // sizes the program loaded, and what it learned is in what the program saves.
 #include <doctest/doctest.h>
 
+#include <kbuf/impl/sizes_file_impl.hpp>  // the program name the file records
 #include <kbuf/kbuf.hpp>
 
 #include "sizes_library.hpp"

@@ -405,4 +405,6 @@ static_assert(sizeof(Kokkos::Impl::SharedAllocationHeader) == 128,
 
 }  // namespace kbuf_test
 
+#include <kbuf/any_space.hpp>  // a space libkbuf does not hold the allocator for
+
 #endif  // KBUF_TEST_EMULATED_DEVICE_SPACE_HPP

@@ -111,4 +111,6 @@ struct DeepCopy<kbuf_test::foreign_space, kbuf_test::foreign_space, ExecutionSpa
 #endif  // !KBUF_TEST_EMULATED_FOREIGN_SPACE
 #endif  // KBUF_TEST_HAVE_FOREIGN_SPACE
 
+#include <kbuf/any_space.hpp>  // a space libkbuf does not hold the allocator for
+
 #endif  // KBUF_TEST_FOREIGN_SPACE_HPP

@@ -2,6 +2,7 @@
 #ifndef KBUF_TEST_SUPPORT_HPP
 #define KBUF_TEST_SUPPORT_HPP
 
+#include <kbuf/any_space.hpp>  // the foreign spaces are not among libkbuf's
 #include <kbuf/kbuf.hpp>
 
 #include "foreign_space.hpp"

@@ -9,6 +9,7 @@
 //   kbuf-test-sizes-env --write-bad KIND FILE writes a sizes file that cannot be used, and exits
 //   kbuf-test-sizes-env --unreadable FILE     the run, FILE of mode 0 (and permissions obeyed)
 //   kbuf-test-sizes-env --read-only DIR       the run, DIR of mode 0555 (and permissions obeyed)
+#include <kbuf/impl/sizes_file_impl.hpp>  // the program name the file records
 #include <kbuf/kbuf.hpp>
 
 #include <cstdio>

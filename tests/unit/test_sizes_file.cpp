@@ -6,6 +6,7 @@
 // Kokkos::finalize, is checked by running a program (tests/unit/check_sizes_env.cmake).
 #include <doctest/doctest.h>
 
+#include <kbuf/impl/sizes_file_impl.hpp>  // the format itself: parse_sizes, format_sizes
 #include <kbuf/sizes_file.hpp>
 
 #include <atomic>

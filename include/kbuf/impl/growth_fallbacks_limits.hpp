@@ -8,6 +8,10 @@
 /// class. Not part of the API.
 
 #include <kbuf/buffer_allocator.hpp>
+#include <kbuf/impl/passthrough.hpp>
+#include <kbuf/impl/sizes_file_impl.hpp>
+#include <kbuf/impl/tools.hpp>
+#include <kbuf/impl/virtual_memory.hpp>
 
 namespace kbuf {
 
@@ -51,7 +55,7 @@ void BufferAllocator<MemorySpace>::choose_growth(std::size_t capacity) {
   if (budget_ != nullptr && budget_->limit() < reserve) reserve = budget_->limit();
   if (reserve < capacity) reserve = capacity;
   std::string error;
-  if (!range_.reserve(reserve, alignment_, error)) {
+  if (!range_->reserve(reserve, alignment_, error)) {
     const std::string why = Impl::concat("the reservation of ", reserve, " bytes in ",
                                          Impl::space_name<MemorySpace>(), " failed: ", error);
     growth_ = "by regrowth (" + why + ")";
@@ -61,31 +65,32 @@ void BufferAllocator<MemorySpace>::choose_growth(std::size_t capacity) {
   }
   in_place_ = true;
   describe_in_place();
-  set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
+  set_buffer(reinterpret_cast<std::uintptr_t>(range_->base()), 0);
 }
 
 template <class MemorySpace>
 void BufferAllocator<MemorySpace>::describe_in_place() {
-  growth_ = Impl::concat("in place (", range_.reserved(), " bytes of addresses reserved in ",
+  reserved_ = range_->reserved();
+  growth_ = Impl::concat("in place (", range_->reserved(), " bytes of addresses reserved in ",
                          Impl::space_name<MemorySpace>(), ", committed in granules of ",
-                         range_.granule(), " bytes)");
+                         range_->granule(), " bytes)");
 }
 
 template <class MemorySpace>
 void BufferAllocator<MemorySpace>::buffer_changed_in_place() noexcept {
-  base_ = range_.base();
+  base_ = range_->base();
   buffer_ = raw_view(base_, capacity_);
   update_fast_end();
 }
 
 template <class MemorySpace>
 KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_in_place(std::size_t end) {
-  const std::size_t target = range_.round_up(end);
-  if (target == 0 || target > range_.reserved() || target <= capacity_) return false;
+  const std::size_t target = range_->round_up(end);
+  if (target == 0 || target > range_->reserved() || target <= capacity_) return false;
   const std::size_t grown = target - capacity_;
   if (!try_charge(grown)) return false;  // the fallback that follows is refused as usual
   std::string error;
-  if (!range_.grow_to(target, label_, error)) {
+  if (!range_->grow_to(target, label_, error)) {
     uncharge(grown);
     return false;
   }
@@ -101,17 +106,19 @@ template <class MemorySpace>
 void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const char* call) {
   const std::size_t old_capacity = capacity_;
   const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
-  if (capacity > range_.reserved()) {
+  if (capacity > range_->reserved()) {
     // Past the reservation: a larger one (the allocator is empty), else regrowth from now on.
     if (old_capacity != 0) fence();
     Impl::unpoison<MemorySpace>(base_, capacity_);
-    range_.release(label_);
+    range_->release(label_);
+    reserved_ = 0;
     buffer_ = raw_view();
     base_ = nullptr;
     set_buffer(0, 0);
     std::string error;
     const std::size_t twice = capacity <= (std::size_t{1} << 61) ? 2 * capacity : capacity;
-    if (!range_.reserve(twice, alignment_, error) && !range_.reserve(capacity, alignment_, error)) {
+    if (!range_->reserve(twice, alignment_, error) &&
+        !range_->reserve(capacity, alignment_, error)) {
       in_place_ = false;
       growth_ = Impl::concat("by regrowth (a reservation of ", capacity, " bytes in ",
                              Impl::space_name<MemorySpace>(), " failed: ", error, ")");
@@ -126,12 +133,12 @@ void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const c
       uncharge(charged - capacity_);
       return;
     }
-    set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), 0);
+    set_buffer(reinterpret_cast<std::uintptr_t>(range_->base()), 0);
     describe_in_place();
   }
-  if (capacity > range_.committed()) {
+  if (capacity > range_->committed()) {
     std::string error;
-    if (!range_.grow_to(capacity, label_, error)) {
+    if (!range_->grow_to(capacity, label_, error)) {
       uncharge(charged - capacity_);
       KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot commit a buffer of ", capacity,
                     " bytes in ", Impl::space_name<MemorySpace>(), ": ", error);
@@ -139,9 +146,9 @@ void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const c
   } else if (capacity < capacity_) {
     fence();  // the memory given back may still be in use on the bound instance
     Impl::unpoison<MemorySpace>(base_ + capacity, capacity_ - capacity);
-    (void)range_.shrink_to(capacity, label_);
+    (void)range_->shrink_to(capacity, label_);
   }
-  set_buffer(reinterpret_cast<std::uintptr_t>(range_.base()), range_.committed());
+  set_buffer(reinterpret_cast<std::uintptr_t>(range_->base()), range_->committed());
   buffer_changed_in_place();
   Impl::release_bytes<MemorySpace>(exec_, base_, capacity_);  // unpoisoned as handed out
   uncharge(charged - capacity_);
@@ -151,12 +158,12 @@ template <class MemorySpace>
 std::size_t BufferAllocator<MemorySpace>::trim() {
   const std::size_t held_before = capacity_;
   if (in_place_) {
-    const std::size_t keep = range_.round_up(used());
+    const std::size_t keep = range_->round_up(used());
     if (keep >= capacity_) return 0;
     fence();  // the memory given back may still be in use on the bound instance
     Impl::unpoison<MemorySpace>(base_ + keep, capacity_ - keep);
-    (void)range_.shrink_to(keep, label_);
-    set_capacity(range_.committed());  // down to what is committed; the top stays
+    (void)range_->shrink_to(keep, label_);
+    set_capacity(range_->committed());  // down to what is committed; the top stays
     buffer_changed_in_place();
     uncharge(held_before - capacity_);
   } else {
@@ -275,18 +282,6 @@ void* BufferAllocator<MemorySpace>::carve_or_fallback(std::size_t nbytes, std::s
     throw_unsatisfiable(nbytes, a);
   }
   return commit_fallback(take_fallback(nbytes, a, place.need_start + nbytes), nbytes, a);
-}
-
-template <class MemorySpace>
-template <class DataType, class V, class... Extents>
-KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::allocate_checked(Extents... extents) {
-  const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
-      [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
-  if (nbytes == 0) {
-    ++stats_.temporaries;
-    return nullptr;
-  }
-  return acquire_slow(nbytes, alignof(typename V::value_type));
 }
 
 template <class MemorySpace>
@@ -538,7 +533,7 @@ std::size_t BufferAllocator<MemorySpace>::regrow_capacity() const {
   // In place, whole granules: rounded up, or down where a limit leaves no room for more.
   const std::size_t up = committed_size(capacity);
   if (up <= largest) return up;
-  const std::size_t down = capacity / range_.granule() * range_.granule();
+  const std::size_t down = capacity / range_->granule() * range_->granule();
   return down > capacity_ ? down : capacity_;
 }
 
@@ -672,13 +667,6 @@ template <class MemorySpace>
   Impl::throw_logic_error(head, "temporary #", cp_id, ", the newest when it was taken (of ",
                           Impl::count_of{cp_depth, "live temporary", "live temporaries"},
                           "), has been released, and ", now, " holds its place now", advice);
-}
-
-template <class MemorySpace>
-template <class DataType, class V, class... Extents>
-[[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_extents(
-    Extents... extents) const {
-  Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
 }
 
 template <class MemorySpace>

@@ -107,35 +107,14 @@ struct ThreadStates {
 };
 
 /// The calling thread's drop-in state: one per thread of the process.
-KBUF_IMPL_EXPORT inline ThreadStates& thread_states() noexcept {
-  thread_local ThreadStates states;
-  return states;
-}
+KBUF_IMPL_EXPORT ThreadStates& thread_states() noexcept;
 
 /// A thread or the process used more memory spaces than the registries hold: no Kokkos build
 /// has that many.
-[[noreturn]] KBUF_IMPL_COLD inline void too_many_spaces(const char* key) noexcept {
-  std::fprintf(stderr, "kbuf: more than %zu memory spaces in one process (the next is '%s')\n",
-               ThreadStates::max_spaces, key);
-  std::abort();
-}
+[[noreturn]] KBUF_IMPL_EXPORT void too_many_spaces(const char* key) noexcept;
 
 /// The calling thread's slot for the memory space named `key`, made on first use.
-KBUF_IMPL_COLD inline ThreadSpaceState& thread_space_state(const char* key,
-                                                           const char* name) noexcept {
-  ThreadStates& t = thread_states();
-  for (std::size_t i = 0; i < t.count; ++i) {
-    if (std::strcmp(t.spaces[i].key, key) == 0) return t.spaces[i];
-  }
-  if (t.count == ThreadStates::max_spaces) too_many_spaces(key);
-  ThreadSpaceState& s = t.spaces[t.count++];
-  s.key = key;
-  s.name = name;
-  s.thread = &t;
-  s.current_serial = t.current_of(s);
-  s.serve();
-  return s;
-}
+KBUF_IMPL_EXPORT ThreadSpaceState& thread_space_state(const char* key, const char* name) noexcept;
 
 /// The calling thread's slot for `MemorySpace`. The cache is per shared object where kbuf's
 /// headers are compiled with hidden visibility; the slot is the thread's one.
@@ -164,23 +143,10 @@ struct ProcessStates {
 };
 
 /// The process's state: one per process.
-KBUF_IMPL_EXPORT inline ProcessStates& process_states() noexcept {
-  static ProcessStates states;
-  return states;
-}
+KBUF_IMPL_EXPORT ProcessStates& process_states() noexcept;
 
 /// The process's state for the memory space named `key`, made on first use.
-KBUF_IMPL_COLD inline ProcessSpaceState& process_space_state(const char* key) noexcept {
-  ProcessStates& p = process_states();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  for (std::size_t i = 0; i < p.count; ++i) {
-    if (std::strcmp(p.spaces[i].key, key) == 0) return p.spaces[i];
-  }
-  if (p.count == ThreadStates::max_spaces) too_many_spaces(key);
-  ProcessSpaceState& s = p.spaces[p.count++];
-  s.key = key;
-  return s;
-}
+KBUF_IMPL_EXPORT ProcessSpaceState& process_space_state(const char* key) noexcept;
 
 /// The process's state for `MemorySpace`.
 template <class MemorySpace>

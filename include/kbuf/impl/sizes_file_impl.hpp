@@ -390,10 +390,7 @@ struct SizesState {
 /// destroyed late (in another static's destructor) still finds it. Of default visibility
 /// (KBUF_IMPL_EXPORT, impl/process_registry.hpp): one per process, also where shared libraries
 /// built with -fvisibility=hidden compile kbuf's headers.
-KBUF_IMPL_EXPORT inline SizesState& sizes_state() {
-  static SizesState* state = new SizesState;
-  return *state;
-}
+KBUF_IMPL_EXPORT SizesState& sizes_state();
 
 /// This program's name as its sizes files record it (the name it was started under, without
 /// the folder), or empty where the C library does not say.
@@ -711,9 +708,11 @@ struct SizesHooks {
     if (!label.empty() && a.high_water_mark() != 0) {
       mine[SizeKey{SizeKind::allocator, MemorySpace::name(), label}].bytes = a.high_water_mark();
     }
-    for (const auto& kv : a.learned_) {
-      if (!kv.second.learned || !saved_workspace_label(kv.first)) continue;
-      mine[SizeKey{SizeKind::workspace, MemorySpace::name(), kv.first}].needs = kv.second.needs;
+    if (a.learned_ != nullptr) {
+      for (const auto& kv : *a.learned_) {
+        if (!kv.second.learned || !saved_workspace_label(kv.first)) continue;
+        mine[SizeKey{SizeKind::workspace, MemorySpace::name(), kv.first}].needs = kv.second.needs;
+      }
     }
     combine_tables(table, mine);
   }
@@ -731,7 +730,7 @@ struct SizesHooks {
   /// first when `join`, so that what the allocator learns from now on is saved).
   static bool find_saved(allocator& a, const SizeKey& key, SizeEntry& out, bool join) {
     std::lock_guard<std::mutex> lock(sizes_state().mutex);
-    if (join && !a.sizes_.linked_) join_locked(a.sizes_);
+    if (join && !a.sizes_->linked_) join_locked(*a.sizes_);
     const auto it = sizes_state().loaded.find(key);
     if (it == sizes_state().loaded.end()) return false;
     out = it->second;
@@ -756,7 +755,7 @@ struct SizesHooks {
   static bool take_saved_buffer(allocator& a, std::size_t asked) noexcept {
     SizeEntry saved;
     try {
-      if (!a.sizes_.linked_ || a.passthrough_ ||
+      if (!a.sizes_->linked_ || a.passthrough_ ||
           !find_saved(a, SizeKey{SizeKind::allocator, MemorySpace::name(), saved_label(a)}, saved,
                       false)) {
         return false;
@@ -773,7 +772,7 @@ struct SizesHooks {
                         " bytes and learns as usual"));
         return false;
       }
-      a.sizes_.saved_capacity_ = a.capacity_;  // in place: rounded up to the granule
+      a.sizes_->saved_capacity_ = a.capacity_;  // in place: rounded up to the granule
       return true;
     } catch (...) {
       return false;
@@ -783,7 +782,7 @@ struct SizesHooks {
   /// `limit(nbytes)` below what the allocator holds: a buffer taken at a saved size, and still
   /// empty, shrinks to the largest buffer the limit allows (saved sizes never pass a limit).
   static void yield_saved_buffer(allocator& a, std::size_t nbytes) {
-    SizesLink<MemorySpace>& link = a.sizes_;
+    SizesLink<MemorySpace>& link = *a.sizes_;
     if (link.saved_capacity_ == 0 || link.saved_capacity_ != a.capacity_ || !a.empty() ||
         a.fallback_held_ != 0 || nbytes >= a.held()) {
       return;
@@ -846,40 +845,6 @@ struct SizesHooks {
 };
 
 }  // namespace Impl
-
-inline SizesFileReport load_sizes(const std::string& path) {
-  Impl::expect_sizes_path("kbuf::load_sizes", path);
-  Impl::SizesState& st = Impl::sizes_state();
-  {
-    std::lock_guard<std::mutex> lock(st.mutex);
-    Impl::read_environment_locked(st);
-  }
-  const Impl::FileText file = Impl::read_sizes_text(path);  // outside the lock: file I/O
-  std::lock_guard<std::mutex> lock(st.mutex);
-  return Impl::install_loaded(st, path, file, false);
-}
-
-inline SizesFileReport save_sizes(const std::string& path) {
-  Impl::expect_sizes_path("kbuf::save_sizes", path);
-  Impl::SizesState& st = Impl::sizes_state();
-  std::unique_lock<std::mutex> lock(st.mutex);
-  const Impl::SizesTable table = Impl::to_save_locked(st);
-  lock.unlock();
-  return Impl::write_sizes_table(path, table, false);
-}
-
-inline SizesFileReport loaded_sizes() {
-  Impl::SizesState& st = Impl::sizes_state();
-  std::lock_guard<std::mutex> lock(st.mutex);
-  Impl::read_environment_locked(st);
-  return st.last_load;
-}
-
-inline std::vector<SavedSize> learned_sizes() {
-  Impl::SizesState& st = Impl::sizes_state();
-  std::lock_guard<std::mutex> lock(st.mutex);
-  return Impl::saved_sizes_of(Impl::learned_locked(st));
-}
 
 }  // namespace kbuf
 

@@ -257,6 +257,12 @@ inline WorkspaceNeeds needs_from_histogram(const unsigned long long* hist, std::
 }  // namespace Impl
 
 template <class MemorySpace>
+Impl::WorkspaceRecords& BufferAllocator<MemorySpace>::workspace_records() {
+  if (learned_ == nullptr) learned_ = std::make_unique<Impl::WorkspaceRecords>();
+  return *learned_;
+}
+
+template <class MemorySpace>
 template <class ExecPolicy>
 Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy& policy,
                                                                per_team size, std::string label) {
@@ -270,8 +276,8 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::workspace(const ExecPolicy&
   if (Impl::auto_team_size(policy)) {
     // Kokkos::AUTO: the threads per team the label's arenas ran with, once they have run (the
     // vector length counted in), else the smallest team.
-    const auto found = learned_.find(label);
-    if (found != learned_.end() && found->second.team_threads != 0) {
+    const auto found = workspace_records().find(label);
+    if (found != workspace_records().end() && found->second.team_threads != 0) {
       team = static_cast<long long>(found->second.team_threads);
       vector = 1;
     }
@@ -328,15 +334,14 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
                  "alloc.execution_space_instance(), or use an allocator bound to the policy's "
                  "instance");
   }
-  const auto found = learned_.find(label);
-  const bool learned = found != learned_.end() && found->second.learned;
+  const auto found = workspace_records().find(label);
+  const bool learned = found != workspace_records().end() && found->second.learned;
   const std::size_t unit = alignment_ > 64 ? alignment_ : 64;
   // KBUF_SIZES: a label this allocator has not learned starts from the needs an earlier run
   // saved, if any, as if it had learned them.
   Impl::WorkspaceNeeds saved_needs;
   const bool from_saved =
-      !learned && saved &&
-      Impl::SizesHooks<MemorySpace>::saved_needs(*this, label, slots, unit, saved_needs);
+      !learned && saved && saved_workspace_needs(label, slots, unit, saved_needs);
   const Impl::WorkspaceNeeds* needs = learned      ? &found->second.needs
                                       : from_saved ? &saved_needs
                                                    : nullptr;
@@ -437,13 +442,13 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
   const std::size_t total = at.total;
   // Saved needs are taken only where the workspace they size fits the buffer, now or once an
   // empty allocator's buffer is grown within its limits: else the sizes asked, as without them.
-  if (from_saved && !Impl::SizesHooks<MemorySpace>::room_for(*this, total + padding)) {
+  if (from_saved && !room_for_saved(total + padding)) {
     return make_workspace<ExecSpace>(call, instance, slots, bytes, spill_guess, fallback_guess,
                                      team, std::move(label), false);
   }
   // The label's record first (with room to list this workspace), so that nothing can fail once
   // the memory is taken; a record made here is dropped again if the memory cannot be had.
-  const auto made = learned_.try_emplace(std::move(label));
+  const auto made = workspace_records().try_emplace(std::move(label));
   Impl::WorkspaceLearning* record = &made.first->second;
   const char* key = made.first->first.c_str();
   view<unsigned char*> memory;
@@ -452,14 +457,14 @@ Workspace<MemorySpace> BufferAllocator<MemorySpace>::make_workspace(
     memory = allocate<unsigned char*>(total + padding);
   } catch (const out_of_memory& e) {
     const std::string name = key;
-    if (made.second) learned_.erase(made.first);
+    if (made.second) workspace_records().erase(made.first);
     Impl::throw_out_of_memory(call, " with ", bytes, " bytes, label '", name, "', on allocator '",
                               label_, "': a workspace of ", total, " bytes (", slots, " slots of ",
                               slot_bytes, " bytes, ", lanes, " spill lanes of ", lane,
                               " bytes, a fallback region of ", chunks << shift,
                               " bytes) could not be had: ", e.what());
   } catch (...) {
-    if (made.second) learned_.erase(made.first);
+    if (made.second) workspace_records().erase(made.first);
     throw;
   }
   const std::uintptr_t raw = reinterpret_cast<std::uintptr_t>(memory.data());

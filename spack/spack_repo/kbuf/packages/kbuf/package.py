@@ -37,7 +37,8 @@ _KOKKOS_AMDGPU_TARGETS = tuple(_KOKKOS_AMDGPU_TARGET_CONDITIONS)
 
 
 class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
-    """kbuf: a header-only buffer allocator for the temporaries of Kokkos applications.
+    """kbuf: a buffer allocator for the temporaries of Kokkos applications (a compiled core,
+    libkbuf, and headers for the API and the hot path).
 
     Short-lived scratch views are carved out of one pre-allocated Kokkos buffer."""
 
@@ -58,6 +59,12 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
         "the kbuf-demo executable and the end-to-end benchmark (needs Kokkos Kernels)",
     )
     variant("benchmarks", default=False, description="Build kbuf's benchmarks")
+    variant(
+        "shared",
+        default=True,
+        description="Build libkbuf as a shared library (KBUF_SHARED): one registry of current "
+        "allocators and saved sizes per process",
+    )
     variant(
         "advisor",
         default=True,
@@ -264,6 +271,7 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
             self.define("KBUF_BACKEND", backend),
             self.define_from_variant("KBUF_ENABLE_KERNELS", "kernels"),
             self.define_from_variant("KBUF_ENABLE_BENCHMARKS", "benchmarks"),
+            self.define_from_variant("KBUF_SHARED", "shared"),
             self.define_from_variant("KBUF_ENABLE_MPI", "mpi"),
             self.define_from_variant("KBUF_ENABLE_ADVISOR", "advisor"),
             # The examples are part of the project's own CI, not of an installation.
