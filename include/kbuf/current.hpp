@@ -88,6 +88,36 @@ BufferAllocator<MemorySpace>& process_allocator();
 
 namespace Impl {
 
+/// The kbuf::logic_error of kbuf::scope<Space>(owner) for an owner without a name, for the space
+/// `Space::name()` names (libkbuf).
+[[noreturn]] KBUF_IMPL_EXPORT void throw_scope_unnamed_owner(const char* space_name);
+/// The kbuf::logic_error of kbuf::temporary for a null label (libkbuf).
+[[noreturn]] KBUF_IMPL_EXPORT void throw_temporary_null_label();
+/// The kbuf::logic_error of kbuf::temporary for an owner without a name (libkbuf).
+[[noreturn]] KBUF_IMPL_EXPORT void throw_temporary_unnamed_owner(const char* label);
+/// The kbuf::logic_error of kbuf::temporary for `n` extents that checked_byte_count refused
+/// (libkbuf).
+[[noreturn]] KBUF_IMPL_EXPORT void throw_temporary_bad_extents_text(const char* label,
+                                                                    const ExtentValue* extents,
+                                                                    std::size_t n,
+                                                                    bool held_in_32_bits,
+                                                                    std::size_t bytes_per_entry);
+
+/// kbuf::temporary's kbuf::logic_error for refused extents: the text is made in libkbuf.
+template <class DataType, class View, class... Extents>
+[[noreturn]] KBUF_IMPL_COLD void throw_temporary_bad_extents(const char* label,
+                                                             Extents... extents) {
+  if constexpr (extents_fit_64_bits<Extents...>) {
+    const ExtentValue values[] = {extent_value(extents)..., ExtentValue{}};
+    throw_temporary_bad_extents_text(
+        label, values, sizeof...(Extents), extents_held_in_32_bits<View>,
+        static_extent_product<DataType>::value * sizeof(typename View::value_type));
+  } else {
+    throw_logic_error("kbuf::temporary(\"", label, "\", ", joined(", ", extents...),
+                      "): ", bad_extents_reason_generic<DataType, View>(extents...));
+  }
+}
+
 /// True when a scope of owner `a` serves a temporary of owner `b` (null: no owner): the same
 /// object, or owners of the same name.
 inline bool same_owner(const owner* a, const owner* b) noexcept {
@@ -513,8 +543,9 @@ class CurrentScope final {
 /// @throws kbuf::logic_error if `o` has a null name.
 template <class MemorySpace = default_memory_space>
 [[nodiscard]] KBUF_IMPL_ALWAYS_INLINE CurrentScope<MemorySpace> scope(const owner& o) {
-  KBUF_EXPECTS(o.name() != nullptr, "kbuf::scope<", Impl::space_name<MemorySpace>(),
-               ">(owner): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
+  if (KBUF_IMPL_UNLIKELY(o.name() == nullptr)) {
+    Impl::throw_scope_unnamed_owner(MemorySpace::name());
+  }
   BufferAllocator<MemorySpace>* alloc = current<MemorySpace>();
 #if KBUF_ENABLE_DEBUG
   if (alloc == nullptr) Impl::note_no_current<MemorySpace>(&o);
@@ -545,15 +576,11 @@ KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> temporary_slow(const 
                                                                           Extents... extents) {
   using V = Kokkos::View<DataType, Layout, MemorySpace>;
   using U = typename BufferAllocator<MemorySpace>::template view<DataType, Layout>;
-  KBUF_EXPECTS(label != nullptr, "kbuf::temporary(nullptr, ...): the label is null");
-  KBUF_EXPECTS(o == nullptr || o->name() != nullptr, "kbuf::temporary(owner, \"", label,
-               "\", ...): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
+  if (KBUF_IMPL_UNLIKELY(label == nullptr)) throw_temporary_null_label();
+  if (KBUF_IMPL_UNLIKELY(o != nullptr && o->name() == nullptr))
+    throw_temporary_unnamed_owner(label);
   (void)Impl::checked_byte_count<DataType, U>(
-      [label](auto... e) {
-        Impl::throw_logic_error("kbuf::temporary(\"", label, "\", ", Impl::joined(", ", e...),
-                                "): ", Impl::bad_extents_reason<DataType, U>(e...));
-      },
-      extents...);
+      [label](auto... e) { throw_temporary_bad_extents<DataType, U>(label, e...); }, extents...);
   if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
     const U u = CurrentAccess::allocator(*s).template allocate<DataType, Layout>(label, extents...);
 #if KBUF_ENABLE_DEBUG
@@ -581,8 +608,8 @@ template <class DataType, class Layout, class MemorySpace, class... Extents>
 KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> plain_temporary(const owner* o,
                                                                            const char* label,
                                                                            Extents... extents) {
-  KBUF_EXPECTS(o == nullptr || o->name() != nullptr, "kbuf::temporary(owner, \"", label,
-               "\", ...): the owner's name is null; name the owner (kbuf::owner{\"mylib\"})");
+  if (KBUF_IMPL_UNLIKELY(o != nullptr && o->name() == nullptr))
+    throw_temporary_unnamed_owner(label);
   return Kokkos::View<DataType, Layout, MemorySpace>(
       Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
       static_cast<std::size_t>(extents)...);

@@ -63,10 +63,9 @@ inline constexpr std::uint64_t max_32_bit_extent = 0xFFFFFFFFu;
 template <class View>
 inline constexpr bool extents_held_in_32_bits = view_extents_are_32bit<View>;
 
-/// What is wrong with extents that `checked_byte_count` refused: the offending extent, or the
-/// size that overflows.
+/// bad_extents_reason for extents wider than 64 bits (no compiled path takes them).
 template <class DataType, class View, class... Extents>
-KBUF_IMPL_COLD std::string bad_extents_reason(Extents... extents) {
+KBUF_IMPL_COLD std::string bad_extents_reason_generic(Extents... extents) {
   using T = typename View::value_type;
   std::size_t i = 0;
   bool found = false;
@@ -101,13 +100,79 @@ KBUF_IMPL_COLD std::string bad_extents_reason(Extents... extents) {
   return why;
 }
 
+/// An extent as the messages print it: its magnitude and its sign.
+struct ExtentValue {
+  std::uint64_t magnitude = 0;
+  bool negative = false;
+};
+
+template <class E>
+constexpr ExtentValue extent_value(E e) noexcept {
+  if (extent_is_negative(e)) {
+    // -(e + 1) + 1: no overflow for the most negative value.
+    return ExtentValue{static_cast<std::uint64_t>(-(e + 1)) + 1, true};
+  }
+  return ExtentValue{static_cast<std::uint64_t>(+e), false};
+}
+
+/// What is wrong with `n` extents that `checked_byte_count` refused (libkbuf): the offending
+/// extent, or the size that overflows.
+KBUF_IMPL_EXPORT std::string bad_extents_text(const ExtentValue* extents, std::size_t n,
+                                              bool held_in_32_bits, std::size_t bytes_per_entry);
+
+/// `n` extents joined by `separator` (libkbuf).
+KBUF_IMPL_EXPORT std::string joined_extents(const char* separator, const ExtentValue* extents,
+                                            std::size_t n);
+
+/// Raises the `kbuf::logic_error` of `call` for `n` refused extents (libkbuf).
+[[noreturn]] KBUF_IMPL_EXPORT void throw_bad_extents_text(const char* call,
+                                                          const std::string& label,
+                                                          const ExtentValue* extents, std::size_t n,
+                                                          bool held_in_32_bits,
+                                                          std::size_t bytes_per_entry);
+
+template <class... Extents>
+constexpr bool extents_fit_64_bits = ((sizeof(Extents) <= sizeof(std::uint64_t)) && ...);
+
+/// What is wrong with extents that `checked_byte_count` refused: the offending extent, or the
+/// size that overflows. The text is made in libkbuf; a translation unit only lists the extents.
+template <class DataType, class View, class... Extents>
+KBUF_IMPL_COLD std::string bad_extents_reason(Extents... extents) {
+  if constexpr (extents_fit_64_bits<Extents...>) {
+    const ExtentValue values[] = {extent_value(extents)..., ExtentValue{}};
+    return bad_extents_text(
+        values, sizeof...(Extents), extents_held_in_32_bits<View>,
+        static_extent_product<DataType>::value * sizeof(typename View::value_type));
+  } else {
+    return bad_extents_reason_generic<DataType, View>(extents...);
+  }
+}
+
+/// The extents joined by `separator`, as the messages print them.
+template <class... Extents>
+KBUF_IMPL_COLD std::string joined_extent_list(const char* separator, Extents... extents) {
+  if constexpr (extents_fit_64_bits<Extents...>) {
+    const ExtentValue values[] = {extent_value(extents)..., ExtentValue{}};
+    return joined_extents(separator, values, sizeof...(Extents));
+  } else {
+    return joined(separator, extents...);
+  }
+}
+
 /// Raises the `kbuf::logic_error` for extents that `checked_byte_count` refused, with a message
 /// naming `call`, the allocator's `label` and the offending extent (or the size).
 template <class DataType, class View, class... Extents>
 [[noreturn]] KBUF_IMPL_COLD void throw_bad_extents(const char* call, const std::string& label,
                                                    Extents... extents) {
-  throw_logic_error(call, "(", joined(", ", extents...), ") on allocator '", label,
-                    "': ", bad_extents_reason<DataType, View>(extents...));
+  if constexpr (extents_fit_64_bits<Extents...>) {
+    const ExtentValue values[] = {extent_value(extents)..., ExtentValue{}};
+    throw_bad_extents_text(
+        call, label, values, sizeof...(Extents), extents_held_in_32_bits<View>,
+        static_extent_product<DataType>::value * sizeof(typename View::value_type));
+  } else {
+    throw_logic_error(call, "(", joined(", ", extents...), ") on allocator '", label,
+                      "': ", bad_extents_reason_generic<DataType, View>(extents...));
+  }
 }
 
 /// ceil(log2(n)) for n >= 1.

@@ -62,8 +62,8 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
     variant(
         "shared",
         default=True,
-        description="Build libkbuf as a shared library (KBUF_SHARED): one registry of current "
-        "allocators and saved sizes per process",
+        description="Build libkbuf as a shared library (KBUF_SHARED; needs a shared Kokkos): one "
+        "registry of current allocators and saved sizes per process",
     )
     variant(
         "advisor",
@@ -138,6 +138,9 @@ class Kbuf(CMakePackage, CudaPackage, ROCmPackage):
 
     # kbuf's CMake does find_package(Kokkos 3.4); Kokkos' CMake config must be usable from C++17.
     depends_on("kokkos@3.4.01:")
+    # A shared libkbuf links Kokkos' own shared libraries; over a static Kokkos it would carry a
+    # copy of Kokkos of its own (kbuf's CMake refuses that).
+    depends_on("kokkos+shared", when="+shared")
     # (cxxstd=11 is refused by the Kokkos recipe itself; 14 is still possible for Kokkos 3.)
     conflicts("^kokkos cxxstd=14", msg="kbuf needs C++17: build Kokkos with cxxstd=17 or newer")
 
