@@ -88,6 +88,41 @@ BufferAllocator<MemorySpace>& process_allocator();
 
 namespace Impl {
 
+/// The memory space of `Space`: `Space` itself for a memory space, `M` for a
+/// `Kokkos::Device<E, M>` (the device type a View names); anything else is refused by the call
+/// that names it (kbuf::scope, kbuf::temporary).
+template <class Space>
+struct memory_space_of {
+  using type = Space;
+};
+template <class ExecutionSpace, class MemorySpace>
+struct memory_space_of<Kokkos::Device<ExecutionSpace, MemorySpace>> {
+  using type = MemorySpace;
+};
+template <class Space>
+using memory_space_of_t = typename memory_space_of<Space>::type;
+
+template <class Space>
+constexpr bool is_memory_space_or_device = Kokkos::is_memory_space<memory_space_of_t<Space>>::value;
+
+/// kbuf::temporary's return type for a data type (a View type takes the overloads below).
+template <class DataType, class Layout, class Space>
+using temporary_view_t =
+    std::enable_if_t<!Kokkos::is_view<DataType>::value, Kokkos::View<DataType, Layout, Space>>;
+
+/// kbuf::temporary's return type for a View type: the type itself, or its non-const View type
+/// when its data type is const.
+template <class ViewType, bool = Kokkos::is_view<ViewType>::value>
+struct temporary_like {};
+template <class ViewType>
+struct temporary_like<ViewType, true> {
+  using type = std::conditional_t<
+      std::is_same<typename ViewType::data_type, typename ViewType::non_const_data_type>::value,
+      ViewType, typename ViewType::non_const_type>;
+};
+template <class ViewType>
+using temporary_like_t = typename temporary_like<ViewType>::type;
+
 /// The kbuf::logic_error of kbuf::scope<Space>(owner) for an owner without a name, for the space
 /// `Space::name()` names (libkbuf).
 [[noreturn]] KBUF_IMPL_EXPORT void throw_scope_unnamed_owner(const char* space_name);
@@ -541,8 +576,12 @@ class CurrentScope final {
 /// auto scope = kbuf::scope<memory_space>(my_owner);
 /// @endcode
 /// @throws kbuf::logic_error if `o` has a null name.
-template <class MemorySpace = default_memory_space>
+template <class Space = default_memory_space, class MemorySpace = Impl::memory_space_of_t<Space>>
 [[nodiscard]] KBUF_IMPL_ALWAYS_INLINE CurrentScope<MemorySpace> scope(const owner& o) {
+  static_assert(
+      Impl::is_memory_space_or_device<Space>,
+      "kbuf::scope<Space>(owner): Space must be a Kokkos memory space (Kokkos::HostSpace, "
+      "Kokkos::CudaSpace, ...) or a Kokkos::Device<ExecutionSpace, MemorySpace>");
   if (KBUF_IMPL_UNLIKELY(o.name() == nullptr)) {
     Impl::throw_scope_unnamed_owner(MemorySpace::name());
   }
@@ -556,8 +595,11 @@ template <class MemorySpace = default_memory_space>
 /// As above, for a scope that belongs to no owner: it serves only `kbuf::temporary` calls that
 /// name no owner either. For code that is both the caller and the library (an application's own
 /// functions); a library names its owner, so that no scope of its callers can serve it.
-template <class MemorySpace = default_memory_space>
+template <class Space = default_memory_space, class MemorySpace = Impl::memory_space_of_t<Space>>
 [[nodiscard]] KBUF_IMPL_ALWAYS_INLINE CurrentScope<MemorySpace> scope() noexcept {
+  static_assert(Impl::is_memory_space_or_device<Space>,
+                "kbuf::scope<Space>(): Space must be a Kokkos memory space (Kokkos::HostSpace, "
+                "Kokkos::CudaSpace, ...) or a Kokkos::Device<ExecutionSpace, MemorySpace>");
   BufferAllocator<MemorySpace>* alloc = current<MemorySpace>();
 #if KBUF_ENABLE_DEBUG
   if (alloc == nullptr) Impl::note_no_current<MemorySpace>(nullptr);
@@ -685,37 +727,93 @@ KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary_of
 /// then.
 /// @throws kbuf::out_of_memory as `BufferAllocator::allocate`; without a current allocator,
 /// what Kokkos throws when an allocation fails.
-template <class DataType, class Layout = Kokkos::LayoutRight,
-          class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_view_t<DataType, Layout, Space> temporary(
     const owner& o, const std::string& label, Extents... extents) {
-  return Impl::temporary_of<DataType, Layout, MemorySpace>(&o, label.c_str(), extents...);
+  return temporary<DataType, Layout, Space>(o, label.c_str(), extents...);
 }
 
 /// As above, for a label given as a string literal: the same, without making a `std::string`
 /// (and so no heap allocation for a long label) unless a plain View is made.
-template <class DataType, class Layout = Kokkos::LayoutRight,
-          class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_view_t<DataType, Layout, Space> temporary(
     const owner& o, const char* label, Extents... extents) {
-  return Impl::temporary_of<DataType, Layout, MemorySpace>(&o, label, extents...);
+  static_assert(Impl::is_memory_space_or_device<Space>,
+                "kbuf::temporary<DataType, Layout, Space>: Space must be a Kokkos memory space "
+                "(Kokkos::HostSpace, Kokkos::CudaSpace, ...) or a Kokkos::Device<ExecutionSpace, "
+                "MemorySpace>");
+  return Impl::temporary_of<DataType, Layout, Impl::memory_space_of_t<Space>>(&o, label,
+                                                                              extents...);
 }
 
 /// As above, for a temporary of no owner: served only by a `kbuf::scope()` that names no owner
 /// either (code that is both the caller and the library; a library names its owner).
-template <class DataType, class Layout = Kokkos::LayoutRight,
-          class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
-    const std::string& label, Extents... extents) {
-  return Impl::temporary_of<DataType, Layout, MemorySpace>(nullptr, label.c_str(), extents...);
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_view_t<DataType, Layout, Space> temporary(
+    const char* label, Extents... extents) {
+  static_assert(Impl::is_memory_space_or_device<Space>,
+                "kbuf::temporary<DataType, Layout, Space>: Space must be a Kokkos memory space "
+                "(Kokkos::HostSpace, Kokkos::CudaSpace, ...) or a Kokkos::Device<ExecutionSpace, "
+                "MemorySpace>");
+  return Impl::temporary_of<DataType, Layout, Impl::memory_space_of_t<Space>>(nullptr, label,
+                                                                              extents...);
 }
 
-/// As above, for a label given as a string literal.
-template <class DataType, class Layout = Kokkos::LayoutRight,
-          class MemorySpace = default_memory_space, class... Extents>
-[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary(
+/// As above, for a label given as a `std::string`.
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_view_t<DataType, Layout, Space> temporary(
+    const std::string& label, Extents... extents) {
+  return temporary<DataType, Layout, Space>(label.c_str(), extents...);
+}
+
+/// A temporary of the View type `ViewType` (`decltype(member)`, `Kokkos::View<T*, device_type>`,
+/// a caller's View type): its data type without const, its layout (LayoutRight or LayoutLeft)
+/// and its memory space (from a `Kokkos::Device` too), as
+/// `kbuf::temporary<DataType, Layout, Space>` takes them, returned as `ViewType` itself (as
+/// `ViewType::non_const_type` when its data type is const), so that it assigns to a member of
+/// that type:
+/// @code
+/// buffer = kbuf::temporary<decltype(buffer)>(my_owner, "buffer", n);
+/// @endcode
+/// `ViewType` must be a managed View type (the plain View made outside a scope owns its memory).
+/// @throws as above.
+template <class ViewType, class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_like_t<ViewType> temporary(
+    const owner& o, const char* label, Extents... extents) {
+  static_assert(!ViewType::memory_traits::is_unmanaged,
+                "kbuf::temporary<ViewType>: ViewType must be a managed View type: outside a scope "
+                "the temporary is a plain View that owns its memory");
+  return Impl::temporary_of<typename ViewType::non_const_data_type, typename ViewType::array_layout,
+                            typename ViewType::memory_space>(&o, label, extents...);
+}
+
+/// As above, for a label given as a `std::string`.
+template <class ViewType, class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_like_t<ViewType> temporary(
+    const owner& o, const std::string& label, Extents... extents) {
+  return temporary<ViewType>(o, label.c_str(), extents...);
+}
+
+/// As above, for a temporary of no owner (served only by a `kbuf::scope()` of no owner).
+template <class ViewType, class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_like_t<ViewType> temporary(
     const char* label, Extents... extents) {
-  return Impl::temporary_of<DataType, Layout, MemorySpace>(nullptr, label, extents...);
+  static_assert(!ViewType::memory_traits::is_unmanaged,
+                "kbuf::temporary<ViewType>: ViewType must be a managed View type: outside a scope "
+                "the temporary is a plain View that owns its memory");
+  return Impl::temporary_of<typename ViewType::non_const_data_type, typename ViewType::array_layout,
+                            typename ViewType::memory_space>(nullptr, label, extents...);
+}
+
+/// As above, for a label given as a `std::string`.
+template <class ViewType, class... Extents>
+[[nodiscard]] KBUF_IMPL_ALWAYS_INLINE Impl::temporary_like_t<ViewType> temporary(
+    const std::string& label, Extents... extents) {
+  return temporary<ViewType>(label.c_str(), extents...);
 }
 
 /// The process's allocator for `MemorySpace`, for code that has no `main` to own one: the

@@ -113,6 +113,63 @@ TEST_CASE("temporary takes static extents and LayoutLeft, as allocate does") {
   CHECK(alloc.checkpoint().depth() == 2);
 }
 
+namespace {
+// A library's View types as adopters write them: through a Kokkos::Device, with a const data
+// type, with a memory trait.
+using device = Kokkos::Device<space::execution_space, space>;
+using DeviceMatrix = Kokkos::View<double**, Kokkos::LayoutLeft, device>;
+using ConstVector = Kokkos::View<const int*, space>;
+using RandomVector = Kokkos::View<float*, space, Kokkos::MemoryTraits<Kokkos::RandomAccess>>;
+constexpr kbuf::owner typed_owner{"typed"};
+
+static_assert(std::is_same<decltype(kbuf::temporary<DeviceMatrix>(typed_owner, "m", 2, 3)),
+                           DeviceMatrix>::value,
+              "kbuf::temporary<ViewType> returns ViewType");
+static_assert(std::is_same<decltype(kbuf::temporary<ConstVector>(typed_owner, "c", 2)),
+                           ConstVector::non_const_type>::value,
+              "kbuf::temporary<ViewType> of a const data type returns the non-const View type");
+static_assert(std::is_same<decltype(kbuf::temporary<RandomVector>("r", 2)), RandomVector>::value,
+              "kbuf::temporary<ViewType> keeps the memory traits");
+static_assert(std::is_same<decltype(kbuf::temporary<double*, Kokkos::LayoutRight, device>(
+                               typed_owner, std::string("d"), 2)),
+                           Kokkos::View<double*, Kokkos::LayoutRight, device>>::value,
+              "kbuf::temporary<DataType, Layout, Device> returns the View of that device type");
+}  // namespace
+
+TEST_CASE("temporary takes a View type and a Kokkos::Device: the same memory as the data type's") {
+  Alloc alloc(4096);
+  kbuf::use current(alloc);
+  DeviceMatrix kept;  // a member of a library's object, typed by its View type
+  {
+    auto scope = kbuf::scope<device>(typed_owner);  // a Device names its memory space
+    CHECK(scope.allocator() == &alloc);
+    kept = kbuf::temporary<decltype(kept)>(typed_owner, "m", 4, 3);
+    CHECK(kept.extent(0) == 4);
+    CHECK(kept.extent(1) == 3);
+    CHECK(kept.stride(1) == 4);  // the View type's LayoutLeft
+    CHECK(alloc.is_live(kept));
+    CHECK(kept.use_count() == 0);  // from the allocator: no reference count
+    const ConstVector c = kbuf::temporary<ConstVector>(typed_owner, std::string("c"), 5);
+    CHECK(c.extent(0) == 5);
+    CHECK(alloc.is_live(c));
+    const auto d = kbuf::temporary<double*, Kokkos::LayoutRight, device>(typed_owner, "d", 6);
+    CHECK(d.extent(0) == 6);
+    CHECK(alloc.is_live(d));
+    CHECK(alloc.checkpoint().depth() == 3);
+  }
+  CHECK(alloc.empty());
+  CHECK(!alloc.is_live(kept));
+  CHECK(alloc.statistics().temporaries == 3);
+  // Outside the scope: a plain View of the View type, allocated under its label.
+  const auto plain = kbuf::temporary<DeviceMatrix>(typed_owner, "plain", 2, 2);
+  CHECK(plain.use_count() == 1);
+  CHECK(plain.label() == "plain");
+  CHECK(!alloc.is_live(plain));
+  const auto none = kbuf::temporary<RandomVector>("no_owner", 3);
+  CHECK(none.label() == "no_owner");
+  CHECK(alloc.statistics().temporaries == 3);
+}
+
 TEST_CASE("temporary of a zero extent is an empty View that takes nothing from the allocator") {
   Alloc alloc(4096);
   {
