@@ -1,5 +1,5 @@
-# Sanitizers for kbuf's own executables (tests, examples, benchmarks, the demo), never for the
-# exported kbuf::kbuf target: include this file after kbuf's library targets are defined and
+# Sanitizers for kbuf's own executables (tests, examples, benchmarks, the demo) and libkbuf, never
+# passed on by the exported kbuf::kbuf target: include this file after kbuf's library targets are defined and
 # before the subdirectories that build executables. The flags are directory-scoped, so every
 # target defined afterwards in this directory and below gets them.
 #
@@ -55,6 +55,13 @@ if(NOT _kbuf_sanitize STREQUAL "OFF")
     list(APPEND _kbuf_sanitize_flags -fno-sanitize-recover=all)
   endif()
   add_compile_options(${_kbuf_sanitize_flags})
+  if(TARGET kbuf)
+    # libkbuf is kbuf's own code too: built with the same sanitizers as the tests, so that the
+    # allocator's compiled members poison and unpoison memory as its inlined hot path does, and
+    # ThreadSanitizer sees the registry's atomics. PRIVATE: kbuf::kbuf passes no flag on.
+    target_compile_options(kbuf PRIVATE ${_kbuf_sanitize_flags})
+    target_link_options(kbuf PRIVATE -fsanitize=${_kbuf_sanitize})
+  endif()
   if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC's inlining under the sanitizers makes -Wmismatched-new-delete fire inside a
     # replacement operator new/delete pair built on malloc/free (tests count allocations so).
