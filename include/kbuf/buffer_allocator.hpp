@@ -25,6 +25,7 @@
 #include <kbuf/impl/buffer_policy.hpp>
 #include <kbuf/impl/errors.hpp>
 #include <kbuf/impl/extents.hpp>
+#include <kbuf/impl/instance_records.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/view_traits.hpp>
 #include <kbuf/sizes.hpp>
@@ -279,6 +280,42 @@ class BufferAllocator final : private Impl::BufferPolicy {
     return allocate<DataType, Layout>(label.c_str(), extents...);
   }
 
+  /// As `allocate(extents...)`, for a temporary used on the execution space instance `exec`
+  /// rather than the allocator's own. Its memory is handed out only in order after the work that
+  /// used it before: `exec` waits for the work of the instances that used it last, submitted
+  /// before their temporaries were released (on CUDA and HIP an event recorded on their stream
+  /// and waited on by `exec`'s stream, no host block; see kbuf/instance_order.hpp), and when it
+  /// is released, its memory goes to another instance's temporary only after `exec`'s work
+  /// submitted before the release. So a library that runs on its caller's instance releases its
+  /// temporaries at a scope's end without a fence. `exec` must be able to access the memory
+  /// space. While such temporaries are live or their released memory is not yet handed on, the
+  /// allocator takes its cold path (a few hundred instructions a temporary). With
+  /// `KBUF_ENABLE_DEBUG` the released memory is filled in `exec`'s order and checked when it is
+  /// handed to another instance: a write after the release (late work, or a temporary used on an
+  /// instance it was not given) aborts, naming the label and both instances (docs/gpu.md says
+  /// what this can and cannot see).
+  /// @throws as `allocate(extents...)`.
+  template <class DataType, class Layout = Kokkos::LayoutRight, class ExecSpace, class... Extents,
+            std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+  view<DataType, Layout> allocate(const ExecSpace& exec, Extents... extents) {
+    return allocate_on<DataType, Layout>(exec, nullptr, extents...);
+  }
+
+  /// As above, naming the temporary `label` (as `allocate(label, extents...)`).
+  template <class DataType, class Layout = Kokkos::LayoutRight, class ExecSpace, class... Extents,
+            std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+  view<DataType, Layout> allocate(const ExecSpace& exec, const char* label, Extents... extents) {
+    return allocate_on<DataType, Layout>(exec, label, extents...);
+  }
+
+  /// As above, for a label given as a `std::string`.
+  template <class DataType, class Layout = Kokkos::LayoutRight, class ExecSpace, class... Extents,
+            std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+  view<DataType, Layout> allocate(const ExecSpace& exec, const std::string& label,
+                                  Extents... extents) {
+    return allocate_on<DataType, Layout>(exec, label.c_str(), extents...);
+  }
+
   /// The current point of the LIFO history. Taking one records it (in memory reserved
   /// beforehand: it never allocates), so that `reset` can tell whether it is still valid.
   [[nodiscard]] Checkpoint checkpoint() const noexcept {
@@ -516,7 +553,10 @@ class BufferAllocator final : private Impl::BufferPolicy {
 
   /// Fences the bound execution space instance (only that one, never the whole device). Kokkos
   /// Tools see it as "kbuf::BufferAllocator::fence [<label>]" (Kokkos 3.5 and later).
+  /// With temporaries of other instances released and not yet handed on, the host first waits
+  /// for those instances' work on them (their events), so that their memory can be freed.
   void fence() {
+    if (KBUF_IMPL_UNLIKELY(ordered_)) settle_instances(false);
 #if KOKKOS_VERSION >= 30500
     exec_.fence("kbuf::BufferAllocator::fence [" + label_ + "]");
 #else
@@ -706,6 +746,26 @@ class BufferAllocator final : private Impl::BufferPolicy {
   KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment,
                                     const char* label = nullptr);
 
+  // acquire_slow without the instance order: where the temporary goes.
+  void* acquire_cold(std::size_t nbytes, std::size_t type_alignment, const char* label);
+
+  // allocate(exec, label, extents...): the checks of allocate, then acquire_on.
+  template <class DataType, class Layout, class ExecSpace, class... Extents>
+  view<DataType, Layout> allocate_on(const ExecSpace& exec, const char* label, Extents... extents);
+
+  // A temporary of `nbytes` (0: an empty one) used on `exec`, ordered after the work of the
+  // instances that used its memory before (see allocate(exec, ...)).
+  KBUF_IMPL_COLD void* acquire_on(const Impl::OrderInstance& exec, std::size_t nbytes,
+                                  std::size_t type_alignment, const char* label);
+
+  // The order of a temporary [p, p + nbytes) on instance `who` of order_ (0: the allocator's
+  // own): its waits, counted, and in debug builds the check of what it overlaps.
+  void order_use(std::size_t who, const void* p, std::size_t nbytes);
+
+  // The instances' part of fence() and of the destructor: the host waits for the work on
+  // released memory (and, with `live`, on live temporaries).
+  KBUF_IMPL_COLD void settle_instances(bool live) noexcept;
+
   // The general case: `nbytes` (> 0) aligned to `a` (>= alignment_) from the buffer with the
   // need's worst-case padding, or a fallback, or out_of_memory if even its need overflows.
   void* carve_or_fallback(std::size_t nbytes, std::size_t a);
@@ -721,7 +781,8 @@ class BufferAllocator final : private Impl::BufferPolicy {
     // Pass-through and Kokkos Tools reporting take the cold path for every temporary (and
     // every reset): folded in here, they cost the hot path nothing.
     const bool fast = records_.empty() && nmarks_ != mark_capacity_ && !regrow_pending() &&
-                      alignment_ >= fast_alignment && !passthrough_ && reporter_ == nullptr;
+                      alignment_ >= fast_alignment && !passthrough_ && reporter_ == nullptr &&
+                      !ordered_;
     std::size_t room = capacity_;
     if (hwm_ < room) room = hwm_;
     if (stats_.peak_used < room) room = stats_.peak_used;
@@ -996,6 +1057,10 @@ class BufferAllocator final : private Impl::BufferPolicy {
   std::size_t reserved_ = 0;  // range_'s reserved bytes (statistics().reserved_bytes)
   bool in_place_ = false;     // the buffer grows in place, in range_
   std::string growth_;        // growth(): how the buffer grows, and why
+  // Temporaries of other execution space instances (allocate(exec, ...)): made at the first;
+  // ordered_ while it records live temporaries or released memory not yet handed on.
+  std::unique_ptr<Impl::InstanceOrder> order_;
+  bool ordered_ = false;
   // Saved sizes (kbuf/sizes_file.hpp): made first in the constructors, destroyed first.
   std::unique_ptr<Impl::SizesLink<MemorySpace>> sizes_;
 };
@@ -1022,6 +1087,43 @@ template <class DataType, class V, class... Extents>
 [[noreturn]] KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::refuse_extents(
     Extents... extents) const {
   Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
+}
+
+template <class MemorySpace>
+template <class DataType, class Layout, class ExecSpace, class... Extents>
+typename BufferAllocator<MemorySpace>::template view<DataType, Layout>
+BufferAllocator<MemorySpace>::allocate_on(const ExecSpace& exec, const char* label,
+                                          Extents... extents) {
+  using V = view<DataType, Layout>;
+  using T = typename V::value_type;
+  static_assert(
+      Impl::compiled_space<MemorySpace>::value || Impl::definitions_reachable<MemorySpace>::value,
+      "kbuf::BufferAllocator<MemorySpace>: libkbuf holds the allocator for HostSpace "
+      "and the configured backend's device space; for another memory space include "
+      "<kbuf/any_space.hpp>");
+  if constexpr (Kokkos::is_execution_space<ExecSpace>::value) {
+    static_assert(Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible,
+                  "kbuf::BufferAllocator::allocate(exec, ...): the instance's execution space "
+                  "cannot access the allocator's memory space");
+  }
+  static_assert(Impl::is_contiguous_layout<Layout>,
+                "kbuf::BufferAllocator::allocate: Layout must be Kokkos::LayoutRight or "
+                "Kokkos::LayoutLeft");
+  static_assert(sizeof...(Extents) == static_cast<std::size_t>(V::rank_dynamic),
+                "kbuf::BufferAllocator::allocate: pass exactly one extent per runtime "
+                "dimension of DataType (one per '*')");
+  static_assert((std::is_integral<Extents>::value && ...),
+                "kbuf::BufferAllocator::allocate: extents must be integers");
+  static_assert(!std::is_const<T>::value,
+                "kbuf::BufferAllocator::allocate: the value type must not be const (the memory "
+                "is uninitialised)");
+  static_assert(std::is_trivially_destructible<T>::value,
+                "kbuf::BufferAllocator::allocate: the value type must be trivially destructible "
+                "(temporaries are released without running destructors)");
+  const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
+      [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
+  const Impl::TypedOrderInstance<ExecSpace, MemorySpace> instance(exec);
+  return Impl::unmanaged_view<V>(acquire_on(instance, nbytes, alignof(T), label), extents...);
 }
 
 }  // namespace kbuf

@@ -816,6 +816,123 @@ template <class ViewType, class... Extents>
   return temporary<ViewType>(label.c_str(), extents...);
 }
 
+namespace Impl {
+
+/// kbuf::temporary's plain View when no scope serves it, made on `exec` where that is a Kokkos
+/// execution space.
+template <class V, class ExecSpace, class... Extents>
+V plain_temporary_on(const ExecSpace& exec, const char* label, Extents... extents) {
+  if constexpr (Kokkos::is_execution_space<ExecSpace>::value) {
+    return V(Kokkos::view_alloc(exec, std::string(label), Kokkos::WithoutInitializing),
+             static_cast<std::size_t>(extents)...);
+  } else {
+    (void)exec;
+    return V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+             static_cast<std::size_t>(extents)...);
+  }
+}
+
+/// kbuf::temporary(exec, ...): as temporary_slow, the allocator's temporary used on `exec`.
+template <class DataType, class Layout, class MemorySpace, class ExecSpace, class... Extents>
+KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> temporary_on(const ExecSpace& exec,
+                                                                        const owner* o,
+                                                                        const char* label,
+                                                                        Extents... extents) {
+  using V = Kokkos::View<DataType, Layout, MemorySpace>;
+  using U = typename BufferAllocator<MemorySpace>::template view<DataType, Layout>;
+  static_assert(sizeof...(Extents) == static_cast<std::size_t>(V::rank_dynamic),
+                "kbuf::temporary: pass exactly one extent per runtime dimension of DataType "
+                "(one per '*')");
+  static_assert((std::is_integral<Extents>::value && ...),
+                "kbuf::temporary: extents must be integers");
+  if (KBUF_IMPL_UNLIKELY(label == nullptr)) throw_temporary_null_label();
+  if (KBUF_IMPL_UNLIKELY(o != nullptr && o->name() == nullptr))
+    throw_temporary_unnamed_owner(label);
+  (void)Impl::checked_byte_count<DataType, U>(
+      [label](auto... e) { throw_temporary_bad_extents<DataType, U>(label, e...); }, extents...);
+  if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
+    const U u =
+        CurrentAccess::allocator(*s).template allocate<DataType, Layout>(exec, label, extents...);
+#if KBUF_ENABLE_DEBUG
+    if (u.size() != 0) {
+      return CurrentAccess::hold(*s, label, plain_temporary_on<V>(exec, label, extents...));
+    }
+#endif
+    return Impl::unmanaged_view<V>(u.data(), extents...);
+  }
+  return plain_temporary_on<V>(exec, label, extents...);
+}
+
+}  // namespace Impl
+
+/// As `kbuf::temporary(o, label, extents...)`, for a temporary used on the execution space
+/// instance `exec` (the caller's, in a library that runs on the instance it is given): served
+/// by a scope, its memory is handed out again only in order after `exec`'s work submitted before
+/// the scope's end (`BufferAllocator::allocate(exec, ...)`), so the scope ends without a fence;
+/// a plain View is allocated on `exec`.
+/// @code
+/// void query(const ExecutionSpace& space, ...) {
+///   auto scope = kbuf::scope<memory_space>(my_owner);
+///   auto offsets = kbuf::temporary<int*, Kokkos::LayoutRight, memory_space>(space, my_owner,
+///                                                                          "offsets", n + 1);
+///   Kokkos::parallel_scan(Kokkos::RangePolicy<ExecutionSpace>(space, 0, n), ...);
+/// }  // no fence: the next user of this memory waits for `space`'s work
+/// @endcode
+/// @throws as `kbuf::temporary(o, label, extents...)`.
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class ExecSpace, class... Extents,
+          std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+[[nodiscard]] Impl::temporary_view_t<DataType, Layout, Space> temporary(const ExecSpace& exec,
+                                                                        const owner& o,
+                                                                        const char* label,
+                                                                        Extents... extents) {
+  static_assert(Impl::is_memory_space_or_device<Space>,
+                "kbuf::temporary<DataType, Layout, Space>: Space must be a Kokkos memory space "
+                "(Kokkos::HostSpace, Kokkos::CudaSpace, ...) or a Kokkos::Device<ExecutionSpace, "
+                "MemorySpace>");
+  return Impl::temporary_on<DataType, Layout, Impl::memory_space_of_t<Space>>(exec, &o, label,
+                                                                              extents...);
+}
+
+/// As above, for a label given as a `std::string`.
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class ExecSpace, class... Extents,
+          std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+[[nodiscard]] Impl::temporary_view_t<DataType, Layout, Space> temporary(const ExecSpace& exec,
+                                                                        const owner& o,
+                                                                        const std::string& label,
+                                                                        Extents... extents) {
+  return temporary<DataType, Layout, Space>(exec, o, label.c_str(), extents...);
+}
+
+/// As above, for a temporary of no owner (served only by a `kbuf::scope()` of no owner).
+template <class DataType, class Layout = Kokkos::LayoutRight, class Space = default_memory_space,
+          class ExecSpace, class... Extents,
+          std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+[[nodiscard]] Impl::temporary_view_t<DataType, Layout, Space> temporary(const ExecSpace& exec,
+                                                                        const char* label,
+                                                                        Extents... extents) {
+  static_assert(Impl::is_memory_space_or_device<Space>,
+                "kbuf::temporary<DataType, Layout, Space>: Space must be a Kokkos memory space "
+                "(Kokkos::HostSpace, Kokkos::CudaSpace, ...) or a Kokkos::Device<ExecutionSpace, "
+                "MemorySpace>");
+  return Impl::temporary_on<DataType, Layout, Impl::memory_space_of_t<Space>>(exec, nullptr, label,
+                                                                              extents...);
+}
+
+/// A temporary of the View type `ViewType` used on `exec` (as `kbuf::temporary<ViewType>(o,
+/// label, extents...)` and `kbuf::temporary(exec, o, label, extents...)` together).
+template <class ViewType, class ExecSpace, class... Extents,
+          std::enable_if_t<is_instance<ExecSpace>::value, int> = 0>
+[[nodiscard]] Impl::temporary_like_t<ViewType> temporary(const ExecSpace& exec, const owner& o,
+                                                         const char* label, Extents... extents) {
+  static_assert(!ViewType::memory_traits::is_unmanaged,
+                "kbuf::temporary<ViewType>: ViewType must be a managed View type: outside a scope "
+                "the temporary is a plain View that owns its memory");
+  return Impl::temporary_on<typename ViewType::non_const_data_type, typename ViewType::array_layout,
+                            typename ViewType::memory_space>(exec, &o, label, extents...);
+}
+
 /// The process's allocator for `MemorySpace`, for code that has no `main` to own one: the
 /// calling host thread's allocator (`local()`) of one `AllocatorPool` per process and memory
 /// space, labelled "kbuf::process_allocator". The pool is made by the first call after

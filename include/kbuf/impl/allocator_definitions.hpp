@@ -69,6 +69,7 @@ BufferAllocator<MemorySpace>::~BufferAllocator() {
   }
 #endif
   if (reporter_ != nullptr) report_released(0);
+  settle_instances(true);
   if (capacity_ != 0 || !fallbacks_.empty()) fence_noexcept();
   Impl::unpoison<MemorySpace>(base_, capacity_);  // before Kokkos frees it
   range_->release(label_);                        // growth in place: the reservation

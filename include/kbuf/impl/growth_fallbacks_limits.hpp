@@ -238,6 +238,83 @@ template <class MemorySpace>
 KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_slow(std::size_t nbytes,
                                                                 std::size_t type_alignment,
                                                                 const char* label) {
+  void* p = acquire_cold(nbytes, type_alignment, label);
+  if (KBUF_IMPL_UNLIKELY(ordered_)) order_use(0, p, nbytes);
+  return p;
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_on(const Impl::OrderInstance& exec,
+                                                              std::size_t nbytes,
+                                                              std::size_t type_alignment,
+                                                              const char* label) {
+  std::size_t who = 0;
+  std::string kept;
+  try {
+    if (order_ == nullptr) {
+      order_ = std::make_unique<Impl::InstanceOrder>(
+          std::make_unique<Impl::TypedOrderInstance<execution_space, MemorySpace>>(exec_));
+    }
+    who = order_->intern(exec);
+#if KBUF_ENABLE_DEBUG
+    if (label != nullptr) kept = label;
+#endif
+  } catch (const std::bad_alloc&) {
+    KBUF_FAIL_OOM("kbuf::BufferAllocator::allocate(exec, ...) on allocator '", label_,
+                  "': no host memory left to record the temporary's execution space instance");
+  }
+  if (nbytes == 0) {  // an empty view: no memory to order
+    ++stats_.temporaries;
+    return nullptr;
+  }
+  if (who == 0) return acquire_slow(nbytes, type_alignment, label);  // the allocator's own
+  void* p = acquire_cold(nbytes, type_alignment, label);
+  order_use(who, p, nbytes);
+  const auto q = static_cast<unsigned char*>(p);
+  const bool fallback = q < base_ || q >= base_ + capacity_;
+  const std::size_t lo = fallback ? 0 : static_cast<std::size_t>(q - base_);
+  order_->push_use(Impl::InstanceOrder::Use{depth_, lo, fallback ? 0 : lo + nbytes, who, fallback,
+                                            std::move(kept)});
+  ordered_ = true;
+  update_fast_end();
+  return p;
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::order_use(std::size_t who, const void* p, std::size_t nbytes) {
+  const auto q = static_cast<const unsigned char*>(p);
+  if (q != nullptr && q >= base_ && q < base_ + capacity_) {
+    const std::size_t lo = static_cast<std::size_t>(q - base_);
+    const Impl::UseOrder o = order_->before_use(who, lo, lo + nbytes, released_, base_,
+                                                KBUF_ENABLE_DEBUG != 0, debug_fill_byte);
+    stats_.handoffs += o.waits;
+    stats_.host_waits += o.host_waits;
+#if KBUF_ENABLE_DEBUG
+    if (o.bytes != 0) {
+      Impl::debug_abort(Impl::concat(
+          "kbuf::BufferAllocator::allocate on allocator '", label_, "': ", o.bytes,
+          " bytes of memory released by the temporary '", o.label, "' of ", o.released_on,
+          " were written after its release, before it was handed to ", o.handed_to,
+          ": work on that instance submitted after the release, or the temporary used on an "
+          "instance it was not given (allocate(exec, ...) names the instance)"));
+    }
+#endif
+  }
+  ordered_ = order_->active();
+  update_fast_end();
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::settle_instances(bool live) noexcept {
+  if (order_ == nullptr) return;
+  order_->settle(live);
+  ordered_ = order_->active();
+  update_fast_end();
+}
+
+template <class MemorySpace>
+void* BufferAllocator<MemorySpace>::acquire_cold(std::size_t nbytes, std::size_t type_alignment,
+                                                 const char* label) {
   const std::size_t a = type_alignment > alignment_ ? type_alignment : alignment_;
   if (nmarks_ == mark_capacity_) grow_marks(2 * mark_capacity_);  // unobservable
   try {
@@ -587,7 +664,17 @@ template <class MemorySpace>
 KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_depth,
                                                                std::size_t cp_used) noexcept {
   if (reporter_ != nullptr) report_released(cp_depth);
-  Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
+  if (ordered_) {
+    // Memory of other instances' temporaries: filled (debug builds) in their order, and a
+    // hazard until it is handed on; the rest as always.
+    order_->release(cp_depth, cp_used, used(), KBUF_ENABLE_DEBUG != 0, debug_fill_byte, base_,
+                    [this](std::size_t lo, std::size_t hi) {
+                      Impl::release_bytes<MemorySpace>(exec_, base_ + lo, hi - lo);
+                    });
+    ordered_ = order_->active();
+  } else {
+    Impl::release_bytes<MemorySpace>(exec_, base_ + cp_used, used() - cp_used);
+  }
   std::size_t keep = fallbacks_.size();
   while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
   if (keep != fallbacks_.size()) free_fallbacks(keep);
