@@ -39,6 +39,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #if KBUF_OPTIONAL_USE_KBUF
 #include <kbuf/kbuf.hpp>
@@ -68,6 +69,18 @@ struct library {
   static Kokkos::View<DataType, Layout, Space> temporary(const char* label, Extents... extents) {
     return kbuf::temporary<DataType, Layout, Space>(owner, label, extents...);
   }
+
+  /// As above, for a buffer used on the execution space instance `exec` (the one the library's
+  /// caller gave it): served by a scope, its memory goes to the next user only after `exec`'s
+  /// work submitted before the scope's end (no fence); else a View allocated on `exec`.
+  template <class DataType, class Layout = Kokkos::LayoutRight,
+            class Space = Kokkos::DefaultExecutionSpace::memory_space, class ExecSpace,
+            class... Extents,
+            typename std::enable_if<Kokkos::is_execution_space<ExecSpace>::value, int>::type = 0>
+  static Kokkos::View<DataType, Layout, Space> temporary(const ExecSpace& exec, const char* label,
+                                                         Extents... extents) {
+    return kbuf::temporary<DataType, Layout, Space>(exec, owner, label, extents...);
+  }
 #else
   /// Without kbuf: a scope that does nothing.
   struct scope_type {
@@ -91,6 +104,19 @@ struct library {
     (void)Owner::name;
     return Kokkos::View<DataType, Layout, Space>(
         Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
+        static_cast<std::size_t>(extents)...);
+  }
+
+  /// Without kbuf: a View allocated on `exec` under `label`, uninitialised.
+  template <class DataType, class Layout = Kokkos::LayoutRight,
+            class Space = Kokkos::DefaultExecutionSpace::memory_space, class ExecSpace,
+            class... Extents,
+            typename std::enable_if<Kokkos::is_execution_space<ExecSpace>::value, int>::type = 0>
+  static Kokkos::View<DataType, Layout, Space> temporary(const ExecSpace& exec, const char* label,
+                                                         Extents... extents) {
+    (void)Owner::name;
+    return Kokkos::View<DataType, Layout, Space>(
+        Kokkos::view_alloc(exec, std::string(label), Kokkos::WithoutInitializing),
         static_cast<std::size_t>(extents)...);
   }
 #endif

@@ -87,8 +87,10 @@ class use;
 ///
 /// Device order: reuse after `reset` is safe for work submitted to the allocator's execution
 /// space instance (stream order). Before it frees or regrows memory the allocator fences that
-/// instance only. Work on another instance is the caller's to order: fence it, or use
-/// `reset(checkpoint, other_instance)`. The hot path (`allocate` and `reset` of temporaries that
+/// instance only. A temporary used on another instance names it (`allocate(exec, ...)`): its
+/// memory is handed on only after that instance's work submitted before the release, with no
+/// host block on CUDA and HIP. Work on another instance with a temporary taken without one is
+/// the caller's to order: fence it, or use `reset(checkpoint, other_instance)`. The hot path (`allocate` and `reset` of temporaries that
 /// fit, scopes) neither fences nor allocates. Releasing memory (a fallback at its reset, the
 /// buffer at regrowth, `resize` or destruction) costs what Kokkos' free costs: `cudaFree` and
 /// `hipFree` synchronise the device, and Kokkos 4's HostSpace fences all host instances before

@@ -467,3 +467,55 @@ TEST_CASE("finish() copies the counters on the allocator's instance and fences t
     CHECK(rec.kbuf_fences_of(exec) == 1);
   }
 }
+
+namespace {
+// A round's temporary: base + i.
+struct FillRound {
+  Alloc::view<double*> t;
+  double base;
+  KOKKOS_INLINE_FUNCTION void operator()(const int i) const { t(i) = base + i; }
+};
+// Row r of out: the round's temporary.
+struct CopyRow {
+  Kokkos::View<double**, space> out;
+  Alloc::view<double*> t;
+  int r;
+  KOKKOS_INLINE_FUNCTION void operator()(const int i) const { out(r, i) = t(i); }
+};
+}  // namespace
+
+TEST_CASE("temporaries handed back and forth between two instances (two streams on a GPU): "
+          "every result right, no fence by kbuf, no global fence") {
+  const exec_space a = make_instance();
+  const exec_space b = make_instance();
+  Alloc alloc(1 << 16);
+  constexpr int n = 1 << 12;
+  constexpr int rounds = 8;
+  const Kokkos::View<double**, space> out("out", rounds, n);
+  Kokkos::fence();
+  ToolRecorder rec;
+  for (int r = 0; r < rounds; ++r) {
+    const exec_space& on = r % 2 == 0 ? a : b;
+    auto s = alloc.scope();
+    auto t = alloc.allocate<double*>(on, "handed", n);
+    Kokkos::parallel_for("fill round", Kokkos::RangePolicy<exec_space>(on, 0, n),
+                         FillRound{t, 1000.0 * r});
+    Kokkos::parallel_for("copy round", Kokkos::RangePolicy<exec_space>(on, 0, n),
+                         CopyRow{out, t, r});
+  }  // each scope's end: no fence
+  const std::size_t kbuf_fences = rec.kbuf_fences();
+  const std::size_t global_fences = rec.unexplained_global_fences();
+  INFO(rec.describe());
+  a.fence();
+  b.fence();
+  const auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  std::size_t wrong = 0;
+  for (int r = 0; r < rounds; ++r) {
+    for (int i = 0; i < n; ++i) wrong += host(r, i) != 1000.0 * r + i ? 1 : 0;
+  }
+  CHECK(wrong == 0);
+  CHECK(kbuf_fences == 0);
+  CHECK(global_fences == 0);
+  CHECK(alloc.statistics().fences == 0);
+  CHECK(alloc.statistics().host_waits == 0);
+}

@@ -185,7 +185,7 @@ TEST_CASE("a fallback of another instance is freed only after that instance's wo
   CHECK(alloc.statistics().fallbacks == 1);
 }
 
-TEST_CASE("allocate(exec, ...): bad extents change nothing; an empty temporary orders nothing") {
+TEST_CASE("allocate(exec) with bad extents changes nothing and an empty temporary orders nothing") {
   Alloc alloc(1 << 16);
   AsyncInstance j("j");
   const std::size_t used = alloc.used();
