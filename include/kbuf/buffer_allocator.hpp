@@ -90,11 +90,12 @@ class use;
 /// instance only. A temporary used on another instance names it (`allocate(exec, ...)`): its
 /// memory is handed on only after that instance's work submitted before the release, with no
 /// host block on CUDA and HIP. Work on another instance with a temporary taken without one is
-/// the caller's to order: fence it, or use `reset(checkpoint, other_instance)`. The hot path (`allocate` and `reset` of temporaries that
-/// fit, scopes) neither fences nor allocates. Releasing memory (a fallback at its reset, the
-/// buffer at regrowth, `resize` or destruction) costs what Kokkos' free costs: `cudaFree` and
-/// `hipFree` synchronise the device, and Kokkos 4's HostSpace fences all host instances before
-/// every free. That is the price the high-water mark makes rare, not one kbuf adds.
+/// the caller's to order: fence it, or use `reset(checkpoint, other_instance)`. The hot path
+/// (`allocate` and `reset` of temporaries that fit, scopes) neither fences nor allocates. Releasing
+/// memory (a fallback at its reset, the buffer at regrowth, `resize` or destruction) costs what
+/// Kokkos' free costs: `cudaFree` and `hipFree` synchronise the device, and Kokkos 4's HostSpace
+/// fences all host instances before every free. That is the price the high-water mark makes rare,
+/// not one kbuf adds.
 ///
 /// Not thread-safe (like `std::pmr::unsynchronized_pool_resource`): use one allocator per host
 /// thread or per execution space instance. Not copyable and not movable: temporaries and
@@ -1091,6 +1092,7 @@ template <class DataType, class V, class... Extents>
   Impl::throw_bad_extents<DataType, V>("kbuf::BufferAllocator::allocate", label_, extents...);
 }
 
+/// @cond
 template <class MemorySpace>
 template <class DataType, class Layout, class ExecSpace, class... Extents>
 typename BufferAllocator<MemorySpace>::template view<DataType, Layout>
@@ -1127,6 +1129,7 @@ BufferAllocator<MemorySpace>::allocate_on(const ExecSpace& exec, const char* lab
   const Impl::TypedOrderInstance<ExecSpace, MemorySpace> instance(exec);
   return Impl::unmanaged_view<V>(acquire_on(instance, nbytes, alignof(T), label), extents...);
 }
+/// @endcond
 
 }  // namespace kbuf
 

@@ -76,6 +76,7 @@ struct instance_order {
       return static_cast<std::uintptr_t>(exec.impl_instance_id()) + 1;
     }
   }
+  /// An event of `exec` now: fences `exec` unless it runs synchronously.
   static event record(const ExecSpace& exec) {
     if constexpr (!Impl::runs_synchronously<ExecSpace>()) {
 #if KOKKOS_VERSION >= 30500
@@ -88,12 +89,17 @@ struct instance_order {
     }
     return {};
   }
+  /// Nothing: a recorded event is reached.
   static void wait(const ExecSpace&, const event&) noexcept {}
+  /// Nothing: a recorded event is reached.
   static void host_wait(const event&) noexcept {}
+  /// Nothing to release.
   static void release(event&) noexcept {}
+  /// The space's name and the key.
   static std::string describe(const ExecSpace& exec) {
     return std::string(ExecSpace::name()) + " instance " + std::to_string(key(exec));
   }
+  /// Sets [p, p + n) to `byte` in `exec`'s order.
   template <class MemorySpace>
   static void fill(const ExecSpace& exec, void* p, std::size_t n, unsigned char byte) {
     if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, MemorySpace>::accessible &&
@@ -106,6 +112,7 @@ struct instance_order {
       Kokkos::deep_copy(exec, bytes, byte);
     }
   }
+  /// The bytes of [p, p + n) that are not `byte`, after `exec`'s work so far (fences `exec`).
   template <class MemorySpace>
   static std::size_t count_other(const ExecSpace& exec, const void* p, std::size_t n,
                                  unsigned char byte) {
@@ -123,8 +130,7 @@ struct instance_order {
       Kokkos::parallel_reduce(
           "kbuf::instance_order::count_other",
           Kokkos::RangePolicy<ExecSpace, Kokkos::IndexType<std::size_t>>(exec, 0, n),
-          KOKKOS_LAMBDA(std::size_t i, std::size_t & o) { o += bytes(i) != byte ? 1 : 0; },
-          other);
+          KOKKOS_LAMBDA(std::size_t i, std::size_t & o) { o += bytes(i) != byte ? 1 : 0; }, other);
       exec.fence();
       return other;
     }

@@ -22,9 +22,8 @@ using space = Kokkos::HostSpace;
 std::uintptr_t library_call(const Kokkos::DefaultHostExecutionSpace& exec, std::string& label) {
   auto scope = buffers::scope<space>();
   auto b = buffers::temporary<double*, Kokkos::LayoutRight, space>(exec, "instance_buffer", 100);
-  Kokkos::parallel_for(
-      Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(exec, 0, 100),
-      [=](int i) { b(i) = i; });
+  Kokkos::parallel_for(Kokkos::RangePolicy<Kokkos::DefaultHostExecutionSpace>(exec, 0, 100),
+                       [=](int i) { b(i) = i; });
   exec.fence();
   CHECK(b(99) == 99.0);
   label = b.label();

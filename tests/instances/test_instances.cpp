@@ -484,8 +484,9 @@ struct CopyRow {
 };
 }  // namespace
 
-TEST_CASE("temporaries handed back and forth between two instances (two streams on a GPU): "
-          "every result right, no fence by kbuf, no global fence") {
+TEST_CASE(
+    "temporaries handed back and forth between two instances (two streams on a GPU): "
+    "every result right, no fence by kbuf, no global fence") {
   const exec_space a = make_instance();
   const exec_space b = make_instance();
   Alloc alloc(1 << 16);

@@ -56,14 +56,15 @@ constexpr kbuf::owner library{"ordered_library"};
 void library_call(const AsyncInstance& space, double value, Out& out) {
   auto scope = kbuf::scope<Kokkos::HostSpace>(library);
   auto t = kbuf::temporary<double*, Kokkos::LayoutRight, Kokkos::HostSpace>(space, library,
-                                                                           "library_tmp", n);
+                                                                            "library_tmp", n);
   fill_then_copy(space, t.data(), value, out);
 }  // no fence: the scope's end hands the memory on in order
 
 }  // namespace
 
-TEST_CASE("without instances the model shows the hazard: released memory reused by another "
-          "instance is overwritten while late work still reads it") {
+TEST_CASE(
+    "without instances the model shows the hazard: released memory reused by another "
+    "instance is overwritten while late work still reads it") {
   Alloc alloc(1 << 20);
   AsyncInstance j("j");
   AsyncInstance k("k");
@@ -87,8 +88,9 @@ TEST_CASE("without instances the model shows the hazard: released memory reused 
   CHECK(count_not(seen, 2.0) == n);
 }
 
-TEST_CASE("with instances a hand-off waits for the releasing instance's work, on the instance "
-          "and not the host") {
+TEST_CASE(
+    "with instances a hand-off waits for the releasing instance's work, on the instance "
+    "and not the host") {
   Alloc alloc(1 << 20);
   AsyncInstance j("j");
   AsyncInstance k("k");
@@ -119,8 +121,9 @@ TEST_CASE("with instances a hand-off waits for the releasing instance's work, on
   alloc.reset();
 }
 
-TEST_CASE("a temporary of the allocator's own instance after another instance's: the host "
-          "waits (the allocator's instance here runs on the host), and only then") {
+TEST_CASE(
+    "a temporary of the allocator's own instance after another instance's: the host "
+    "waits (the allocator's instance here runs on the host), and only then") {
   Alloc alloc(1 << 20);
   AsyncInstance j("j");
   Out out(n, 0.0);
@@ -141,8 +144,9 @@ TEST_CASE("a temporary of the allocator's own instance after another instance's:
   CHECK(AsyncInstance::host_waits() == host_waits + 1);
 }
 
-TEST_CASE("a library's scope on its caller's instance ends without a fence, and the next call "
-          "on another instance gets the memory in order") {
+TEST_CASE(
+    "a library's scope on its caller's instance ends without a fence, and the next call "
+    "on another instance gets the memory in order") {
   Alloc alloc(1 << 20);
   kbuf::use current(alloc);
   AsyncInstance a("caller_a");
@@ -198,8 +202,9 @@ TEST_CASE("allocate(exec) with bad extents changes nothing and an empty temporar
   alloc.reset();
 }
 
-TEST_CASE("several host threads, each with its own two instances, hand temporaries back and "
-          "forth (kokkos-kernels#3189's pattern): every result right") {
+TEST_CASE(
+    "several host threads, each with its own two instances, hand temporaries back and "
+    "forth (kokkos-kernels#3189's pattern): every result right") {
   kbuf::AllocatorPool<Kokkos::HostSpace> pool(1 << 20);
   constexpr int threads = 4;
   constexpr int rounds = 20;

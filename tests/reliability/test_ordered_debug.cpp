@@ -13,8 +13,8 @@
 
 namespace {
 
-using kbuf_test::AsyncInstance;
 using kbuf_rel::HostAlloc;
+using kbuf_test::AsyncInstance;
 
 constexpr std::size_t n = 1024;
 
@@ -44,8 +44,9 @@ void hand_off(bool late) {
 
 }  // namespace
 
-TEST_CASE("a write after the release, by work on the releasing instance, aborts the hand-off "
-          "naming the label and both instances") {
+TEST_CASE(
+    "a write after the release, by work on the releasing instance, aborts the hand-off "
+    "naming the label and both instances") {
   const kbuf_rel::ChildResult r = kbuf_rel::run_in_child([] { hand_off(true); });
   CHECK(r.aborted());
   CHECK(r.says("temporary 'late_tmp'"));

@@ -62,12 +62,8 @@ class AsyncInstance {
     s_->cv.notify_all();
   }
   /// The host waits until everything submitted so far has run.
-  void fence() const {
-    wait_for(s_.get(), submitted());
-  }
-  Event record() const {
-    return Event{s_, submitted()};
-  }
+  void fence() const { wait_for(s_.get(), submitted()); }
+  Event record() const { return Event{s_, submitted()}; }
   /// The instance's later work comes after `e` (its thread waits; the host does not).
   void wait(const Event& e) const {
     State* other = static_cast<State*>(e.state.get());
@@ -78,16 +74,10 @@ class AsyncInstance {
     ++host_wait_count();
     wait_for(static_cast<State*>(e.state.get()), e.ticket);
   }
-  std::uintptr_t key() const noexcept {
-    return reinterpret_cast<std::uintptr_t>(s_.get());
-  }
-  const std::string& name() const noexcept {
-    return s_->name;
-  }
+  std::uintptr_t key() const noexcept { return reinterpret_cast<std::uintptr_t>(s_.get()); }
+  const std::string& name() const noexcept { return s_->name; }
   /// Host waits on events of any model instance, since the program started.
-  static std::size_t host_waits() {
-    return host_wait_count().load();
-  }
+  static std::size_t host_waits() { return host_wait_count().load(); }
 
  private:
   struct State {
@@ -153,29 +143,18 @@ template <>
 struct instance_order<kbuf_test::AsyncInstance, void> {
   using I = kbuf_test::AsyncInstance;
   using event = I::Event;
-  static std::uintptr_t key(const I& exec) noexcept {
-    return exec.key();
-  }
-  static event record(const I& exec) {
-    return exec.record();
-  }
-  static void wait(const I& exec, const event& e) {
-    exec.wait(e);
-  }
-  static void host_wait(const event& e) {
-    I::host_wait(e);
-  }
+  static std::uintptr_t key(const I& exec) noexcept { return exec.key(); }
+  static event record(const I& exec) { return exec.record(); }
+  static void wait(const I& exec, const event& e) { exec.wait(e); }
+  static void host_wait(const event& e) { I::host_wait(e); }
   static void release(event&) noexcept {}
-  static std::string describe(const I& exec) {
-    return "model instance '" + exec.name() + "'";
-  }
+  static std::string describe(const I& exec) { return "model instance '" + exec.name() + "'"; }
   template <class MemorySpace>
   static void fill(const I& exec, void* p, std::size_t n, unsigned char byte) {
     exec.submit([p, n, byte] { std::memset(p, byte, n); });
   }
   template <class MemorySpace>
-  static std::size_t count_other(const I& exec, const void* p, std::size_t n,
-                                 unsigned char byte) {
+  static std::size_t count_other(const I& exec, const void* p, std::size_t n, unsigned char byte) {
     auto other = std::make_shared<std::size_t>(0);
     exec.submit([p, n, byte, other] {
       const auto* b = static_cast<const unsigned char*>(p);

@@ -60,23 +60,13 @@ class TypedOrderEvent final : public OrderEvent {
  public:
   using order = instance_order<ExecSpace>;
   explicit TypedOrderEvent(typename order::event e) : event_(std::move(e)) {}
-  ~TypedOrderEvent() override {
-    order::release(event_);
-  }
+  ~TypedOrderEvent() override { order::release(event_); }
   TypedOrderEvent(const TypedOrderEvent&) = delete;
   TypedOrderEvent& operator=(const TypedOrderEvent&) = delete;
-  const std::type_info& type() const noexcept override {
-    return typeid(ExecSpace);
-  }
-  bool reached() const noexcept override {
-    return std::is_empty<typename order::event>::value;
-  }
-  void host_wait() const override {
-    order::host_wait(event_);
-  }
-  const typename order::event& event() const noexcept {
-    return event_;
-  }
+  const std::type_info& type() const noexcept override { return typeid(ExecSpace); }
+  bool reached() const noexcept override { return std::is_empty<typename order::event>::value; }
+  void host_wait() const override { order::host_wait(event_); }
+  const typename order::event& event() const noexcept { return event_; }
 
  private:
   typename order::event event_;
@@ -87,12 +77,8 @@ class TypedOrderInstance final : public OrderInstance {
  public:
   using order = instance_order<ExecSpace>;
   explicit TypedOrderInstance(const ExecSpace& exec) : exec_(exec) {}
-  const std::type_info& type() const noexcept override {
-    return typeid(ExecSpace);
-  }
-  std::uintptr_t key() const noexcept override {
-    return order::key(exec_);
-  }
+  const std::type_info& type() const noexcept override { return typeid(ExecSpace); }
+  std::uintptr_t key() const noexcept override { return order::key(exec_); }
   std::unique_ptr<OrderInstance> clone() const override {
     return std::make_unique<TypedOrderInstance>(exec_);
   }
@@ -108,9 +94,7 @@ class TypedOrderInstance final : public OrderInstance {
     e.host_wait();
     return true;
   }
-  std::string describe() const override {
-    return order::describe(exec_);
-  }
+  std::string describe() const override { return order::describe(exec_); }
   void fill(void* p, std::size_t n, unsigned char byte) const override {
     order::template fill<MemorySpace>(exec_, p, n, byte);
   }
@@ -126,8 +110,8 @@ class TypedOrderInstance final : public OrderInstance {
 struct UseOrder {
   std::size_t waits = 0;       // instances ordered after another's work
   std::size_t host_waits = 0;  // of them, waits that blocked the host
-  std::size_t bytes = 0;  // bytes that were not the fill any more
-  std::string label;      // the released temporary's label (debug builds record it)
+  std::size_t bytes = 0;       // bytes that were not the fill any more
+  std::string label;           // the released temporary's label (debug builds record it)
   std::string released_on;
   std::string handed_to;
 };
@@ -155,18 +139,10 @@ class InstanceOrder {
     known_.push_back(Known{std::move(bound), 1});
   }
 
-  bool active() const noexcept {
-    return !uses_.empty() || !hazards_.empty();
-  }
-  const std::vector<Use>& uses() const noexcept {
-    return uses_;
-  }
-  const std::vector<Hazard>& hazards() const noexcept {
-    return hazards_;
-  }
-  const OrderInstance& instance(std::size_t who) const noexcept {
-    return *known_[who].instance;
-  }
+  bool active() const noexcept { return !uses_.empty() || !hazards_.empty(); }
+  const std::vector<Use>& uses() const noexcept { return uses_; }
+  const std::vector<Hazard>& hazards() const noexcept { return hazards_; }
+  const OrderInstance& instance(std::size_t who) const noexcept { return *known_[who].instance; }
 
   /// The index of `exec` (0: the allocator's own instance), adding a copy if it is new, and
   /// room for one more use. May throw std::bad_alloc; changes nothing that is observable then.
@@ -193,7 +169,7 @@ class InstanceOrder {
   /// allocator's count of releases). The overlapped parts are no longer hazards. In debug builds
   /// (`check`), counts the bytes of the overlapped parts that are no longer the fill `byte`.
   UseOrder before_use(std::size_t who, std::size_t lo, std::size_t hi, std::uint64_t serial,
-                       const unsigned char* base, bool check, unsigned char byte) {
+                      const unsigned char* base, bool check, unsigned char byte) {
     UseOrder late;
     if (who != 0) {
       if (bound_event_ == nullptr || bound_serial_ != serial) {
