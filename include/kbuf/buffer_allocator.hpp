@@ -225,28 +225,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   view<DataType, Layout> allocate(Extents... extents) {
     using V = view<DataType, Layout>;
     using T = typename V::value_type;
-    static_assert(
-        Impl::compiled_space<MemorySpace>::value || Impl::definitions_reachable<MemorySpace>::value,
-        "kbuf::BufferAllocator<MemorySpace>: libkbuf holds the allocator for HostSpace "
-        "and the configured backend's device space; for another memory space include "
-        "<kbuf/any_space.hpp>");
-    static_assert(Impl::is_contiguous_layout<Layout>,
-                  "kbuf::BufferAllocator::allocate: Layout must be Kokkos::LayoutRight or "
-                  "Kokkos::LayoutLeft");
-    static_assert(sizeof...(Extents) == static_cast<std::size_t>(V::rank_dynamic),
-                  "kbuf::BufferAllocator::allocate: pass exactly one extent per runtime "
-                  "dimension of DataType (one per '*')");
-    static_assert((std::is_integral<Extents>::value && ...),
-                  "kbuf::BufferAllocator::allocate: extents must be integers");
-    static_assert(!std::is_const<T>::value,
-                  "kbuf::BufferAllocator::allocate: the value type must not be const (the memory "
-                  "is uninitialised)");
-    static_assert(std::is_trivially_destructible<T>::value,
-                  "kbuf::BufferAllocator::allocate: the value type must be trivially destructible "
-                  "(temporaries are released without running destructors)");
-    static_assert(Impl::static_extent_product<DataType>::value <=
-                      std::numeric_limits<std::size_t>::max() / sizeof(T),
-                  "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
+    check_types<DataType, Layout, Extents...>();
 
     // Extents below a bound that makes every check moot take one test (fast_byte_count); the
     // others go to the cold path: negative extents, extents V cannot hold, a size that
@@ -749,6 +728,35 @@ class BufferAllocator final : private Impl::BufferPolicy {
   KBUF_IMPL_COLD void* acquire_slow(std::size_t nbytes, std::size_t type_alignment,
                                     const char* label = nullptr);
 
+  // allocate's compile-time checks of a temporary's types.
+  template <class DataType, class Layout, class... Extents>
+  static constexpr void check_types() {
+    using V = view<DataType, Layout>;
+    using T = typename V::value_type;
+    static_assert(
+        Impl::compiled_space<MemorySpace>::value || Impl::definitions_reachable<MemorySpace>::value,
+        "kbuf::BufferAllocator<MemorySpace>: libkbuf holds the allocator for HostSpace "
+        "and the configured backend's device space; for another memory space include "
+        "<kbuf/any_space.hpp>");
+    static_assert(Impl::is_contiguous_layout<Layout>,
+                  "kbuf::BufferAllocator::allocate: Layout must be Kokkos::LayoutRight or "
+                  "Kokkos::LayoutLeft");
+    static_assert(sizeof...(Extents) == static_cast<std::size_t>(V::rank_dynamic),
+                  "kbuf::BufferAllocator::allocate: pass exactly one extent per runtime "
+                  "dimension of DataType (one per '*')");
+    static_assert((std::is_integral<Extents>::value && ...),
+                  "kbuf::BufferAllocator::allocate: extents must be integers");
+    static_assert(!std::is_const<T>::value,
+                  "kbuf::BufferAllocator::allocate: the value type must not be const (the memory "
+                  "is uninitialised)");
+    static_assert(std::is_trivially_destructible<T>::value,
+                  "kbuf::BufferAllocator::allocate: the value type must be trivially destructible "
+                  "(temporaries are released without running destructors)");
+    static_assert(Impl::static_extent_product<DataType>::value <=
+                      std::numeric_limits<std::size_t>::max() / sizeof(T),
+                  "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
+  }
+
   // acquire_slow without the instance order: where the temporary goes.
   void* acquire_cold(std::size_t nbytes, std::size_t type_alignment, const char* label);
 
@@ -1100,30 +1108,12 @@ BufferAllocator<MemorySpace>::allocate_on(const ExecSpace& exec, const char* lab
                                           Extents... extents) {
   using V = view<DataType, Layout>;
   using T = typename V::value_type;
-  static_assert(
-      Impl::compiled_space<MemorySpace>::value || Impl::definitions_reachable<MemorySpace>::value,
-      "kbuf::BufferAllocator<MemorySpace>: libkbuf holds the allocator for HostSpace "
-      "and the configured backend's device space; for another memory space include "
-      "<kbuf/any_space.hpp>");
+  check_types<DataType, Layout, Extents...>();
   if constexpr (Kokkos::is_execution_space<ExecSpace>::value) {
     static_assert(Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible,
                   "kbuf::BufferAllocator::allocate(exec, ...): the instance's execution space "
                   "cannot access the allocator's memory space");
   }
-  static_assert(Impl::is_contiguous_layout<Layout>,
-                "kbuf::BufferAllocator::allocate: Layout must be Kokkos::LayoutRight or "
-                "Kokkos::LayoutLeft");
-  static_assert(sizeof...(Extents) == static_cast<std::size_t>(V::rank_dynamic),
-                "kbuf::BufferAllocator::allocate: pass exactly one extent per runtime "
-                "dimension of DataType (one per '*')");
-  static_assert((std::is_integral<Extents>::value && ...),
-                "kbuf::BufferAllocator::allocate: extents must be integers");
-  static_assert(!std::is_const<T>::value,
-                "kbuf::BufferAllocator::allocate: the value type must not be const (the memory "
-                "is uninitialised)");
-  static_assert(std::is_trivially_destructible<T>::value,
-                "kbuf::BufferAllocator::allocate: the value type must be trivially destructible "
-                "(temporaries are released without running destructors)");
   const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
       [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
   const Impl::TypedOrderInstance<ExecSpace, MemorySpace> instance(exec);
