@@ -28,6 +28,7 @@
 #include <kbuf/impl/instance_records.hpp>
 #include <kbuf/impl/macros.hpp>
 #include <kbuf/impl/view_traits.hpp>
+#include <kbuf/impl/virtual_memory_fwd.hpp>
 #include <kbuf/sizes.hpp>
 #include <kbuf/statistics.hpp>
 
@@ -45,8 +46,6 @@ struct CurrentAccess;
 // The features build on the allocator; it holds their state by pointer and calls them from its
 // compiled members (src/, kbuf/impl/allocator_definitions.hpp), so this header needs none of
 // their definitions.
-template <class MemorySpace>
-class VirtualRange;  // growth in place (kbuf/impl/virtual_memory.hpp)
 template <class MemorySpace>
 class SizesLink;  // saved sizes (kbuf/impl/sizes_file_impl.hpp)
 template <class MemorySpace>
@@ -1065,9 +1064,11 @@ class BufferAllocator final : private Impl::BufferPolicy {
                                        // addresses (take_exact)
   std::unique_ptr<Impl::VirtualRange<MemorySpace>> range_;  // growth in place: the reservation
                                                             // (none reserved: off)
-  std::size_t reserved_ = 0;  // range_'s reserved bytes (statistics().reserved_bytes)
-  bool in_place_ = false;     // the buffer grows in place, in range_
-  std::string growth_;        // growth(): how the buffer grows, and why
+  std::size_t reserved_ = 0;     // range_'s reserved bytes (statistics().reserved_bytes)
+  bool in_place_ = false;        // the buffer grows in place, in range_
+  bool commit_refused_ = false;  // in place: the device refused a commit (refused_why_)
+  std::string refused_why_;
+  std::string growth_;  // growth(): how the buffer grows, and why
   // Temporaries of other execution space instances (allocate(exec, ...)): made at the first;
   // ordered_ while it records live temporaries or released memory not yet handed on.
   std::unique_ptr<Impl::InstanceOrder> order_;

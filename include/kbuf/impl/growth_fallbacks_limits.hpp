@@ -50,7 +50,16 @@ void BufferAllocator<MemorySpace>::choose_growth(std::size_t capacity) {
     growth_ = Impl::concat("by regrowth (", Impl::space_name<MemorySpace>(), ": ", why, ")");
     return;
   }
-  std::size_t reserve = Impl::VirtualRange<MemorySpace>::default_reservation();
+  // Every call on the device of the allocator's instance; the device's capability once, here.
+  range_->set_device(Impl::device_of(exec_));
+  const std::string unable = range_->unsupported_here();
+  if (!unable.empty()) {
+    growth_ = Impl::concat("by regrowth (", Impl::space_name<MemorySpace>(), ": ", unable, ")");
+    Impl::say_once_per_process(
+        Impl::concat("kbuf: allocator '", label_, "' grows by regrowth, not in place: ", unable));
+    return;
+  }
+  std::size_t reserve = range_->default_reservation();
   if (reserve < capacity) reserve = capacity;
   if (budget_ != nullptr && budget_->limit() < reserve) reserve = budget_->limit();
   if (reserve < capacity) reserve = capacity;
@@ -85,6 +94,7 @@ void BufferAllocator<MemorySpace>::buffer_changed_in_place() noexcept {
 
 template <class MemorySpace>
 KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_in_place(std::size_t end) {
+  if (commit_refused_) return false;  // the device refused a commit: not asked again
   const std::size_t target = range_->round_up(end);
   if (target == 0 || target > range_->reserved() || target <= capacity_) return false;
   const std::size_t grown = target - capacity_;
@@ -92,6 +102,10 @@ KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_in_place(std::size_t end)
   std::string error;
   if (!range_->grow_to(target, label_, error)) {
     uncharge(grown);
+    // Not a limit (charged above): the device refused. The buffer grows by regrowth from its
+    // next growth on, and says why there.
+    commit_refused_ = true;
+    refused_why_ = error;
     return false;
   }
   const std::size_t old = capacity_;
@@ -137,11 +151,30 @@ void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const c
     describe_in_place();
   }
   if (capacity > range_->committed()) {
-    std::string error;
-    if (!range_->grow_to(capacity, label_, error)) {
+    std::string error = refused_why_;
+    if (commit_refused_ || !range_->grow_to(capacity, label_, error)) {
+      // The reservation worked and the device refuses to commit: plain buffers from now on, as
+      // an allocator without growth in place would have (out_of_memory only where that fails).
+      if (capacity_ != 0) fence();
+      Impl::unpoison<MemorySpace>(base_, capacity_);
+      range_->release(label_);
+      reserved_ = 0;
+      buffer_ = raw_view();
+      base_ = nullptr;
+      set_buffer(0, 0);
+      in_place_ = false;
+      growth_ = Impl::concat("by regrowth (committing ", capacity, " bytes in ",
+                             Impl::space_name<MemorySpace>(), " failed: ", error, ")");
+      Impl::say_once_per_process(
+          Impl::concat("kbuf: allocator '", label_, "' grows by regrowth from now on: ", error));
+      try {
+        take_buffer(capacity, call);
+      } catch (const kbuf::out_of_memory&) {
+        uncharge(charged);
+        throw;
+      }
       uncharge(charged - capacity_);
-      KBUF_FAIL_OOM(call, " on allocator '", label_, "': cannot commit a buffer of ", capacity,
-                    " bytes in ", Impl::space_name<MemorySpace>(), ": ", error);
+      return;
     }
   } else if (capacity < capacity_) {
     fence();  // the memory given back may still be in use on the bound instance
