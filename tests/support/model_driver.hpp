@@ -109,7 +109,8 @@ struct ModelDriver {
     record("reserve");
     if (state().stubs) return true;  // success, and no address written
     const std::size_t total = bytes + alignment;
-    void* raw = ::mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    void* raw =
+        ::mmap(nullptr, total, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (raw == MAP_FAILED) return false;
     const std::uintptr_t r = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t base = (r + alignment - 1) & ~static_cast<std::uintptr_t>(alignment - 1);

@@ -30,7 +30,8 @@ void check_all_on(int device) {
   }
 }
 
-/// Reserve, commit one granule and then two more (a second chunk), give that chunk back, release: the range's whole life on `device`.
+/// Reserve, commit one granule and then two more (a second chunk), give that chunk back, release:
+/// the range's whole life on `device`.
 void life_of_a_range(int device) {
   Range range;
   range.set_device(device);
@@ -65,8 +66,9 @@ TEST_CASE("a range made on another host thread (which starts on device 0) uses i
   check_all_on(1);
 }
 
-TEST_CASE("a runtime whose calls are stubs: a reservation without an address is a failure that "
-          "says why") {
+TEST_CASE(
+    "a runtime whose calls are stubs: a reservation without an address is a failure that "
+    "says why") {
   ModelDriver::reset();
   ModelDriver::state().stubs = true;
   Range range;
@@ -89,15 +91,15 @@ TEST_CASE("a runtime without the API is refused before any call") {
   CHECK(ModelDriver::state().calls.empty());
 }
 
-TEST_CASE("a device without the capability is refused, naming the attribute; where the runtime "
-          "has no attribute the calls decide") {
+TEST_CASE(
+    "a device without the capability is refused, naming the attribute, and where the runtime "
+    "has no attribute the calls decide") {
   ModelDriver::reset();
   ModelDriver::state().devices[1].virtual_memory = 0;
   Range on1;
   on1.set_device(1);
   const std::string why = on1.unsupported_here();
-  CHECK(why.find("Model device 1 does not support virtual memory management") !=
-        std::string::npos);
+  CHECK(why.find("Model device 1 does not support virtual memory management") != std::string::npos);
   CHECK(why.find("MODEL_DEVICE_ATTRIBUTE_VMM") != std::string::npos);
   Range on0;
   on0.set_device(0);
@@ -129,8 +131,9 @@ TEST_CASE("memory is created exportable and RDMA capable where the device says i
   CHECK(on0 == 2);
 }
 
-TEST_CASE("a commit that fails after the reservation worked says the driver's words and "
-          "changes nothing") {
+TEST_CASE(
+    "a commit that fails after the reservation worked says the driver's words and "
+    "changes nothing") {
   ModelDriver::reset();
   ModelDriver::state().creates_before_failure = 1;
   Range range;

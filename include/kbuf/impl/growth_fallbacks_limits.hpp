@@ -655,8 +655,10 @@ KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::regrow(std::size_t capacity) {
     if (capacity > capacity_ && !try_charge(capacity - capacity_)) return;
     replace_buffer(capacity, "kbuf::BufferAllocator::allocate");
   }
-  regrown(replace && !in_place);  // in place the buffer did not move: it grew there
-  if (replace && in_place) ++stats_.grown_in_place;
+  // In place the buffer did not move: it grew there (unless the device refused the commit and
+  // the allocator took a plain buffer instead).
+  regrown(replace && !(in_place && in_place_));
+  if (replace && in_place && in_place_) ++stats_.grown_in_place;
   update_fast_end();
 }
 
