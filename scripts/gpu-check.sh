@@ -295,7 +295,10 @@ misuse_cases() {
         echo "  $mode: FAILED (exit $rc, kernel ${kernel_ms:-?} ms)"; status=1
       fi
     elif [[ $rc != 0 && $rc != 124 && "$out" == *"the threads of a team made different takes"* ]] &&
-         [[ "$mode" == --spill-in-broadcast || $ms -lt $((base + 2000)) ]]; then
+         [[ "$mode" == --spill-in-broadcast || $backend == HIP || $ms -lt $((base + 2000)) ]]; then
+      # On AMD GPUs the lanes of a wavefront may leave only by the check's time bound, counted in
+      # ticks of a clock kbuf takes as 2 GHz while it may run slower: there the abort with the
+      # check's message within the run's timeout (120 s) is the verdict, and its time is shown.
       echo "  ${mode:-(take in single)}: aborted with the check's message (exit $rc) in ${ms} ms"
     else
       echo "  ${mode:-(take in single)}: FAILED (exit $rc$([[ $rc == 124 ]] && echo ', hung'), ${ms} ms)"
@@ -401,6 +404,16 @@ run() {
   if [[ -x "$gip" ]]; then
     section "Growth in place on the device (unit.grow_in_place)" "$gip" \
       "--test-case=*default_memory_space*" -s >> "$report" || status=1
+    # A grown temporary exported as a POSIX file descriptor, its RDMA flag read back (CUDA).
+    section "Growth in place: exportable, RDMA capable memory (unit.grow_in_place)" "$gip" \
+      "--test-case=*exportable*" -s >> "$report" || status=1
+  fi
+  # Two streams handing temporaries back and forth: results right, no fence by kbuf, no
+  # device-wide synchronisation (unit.instances).
+  local ins="$build_dir/tests/instances/kbuf-test-instances"
+  if [[ -x "$ins" ]]; then
+    section "Temporaries handed between two streams (unit.instances)" "$ins" \
+      "--test-case=*handed back and forth*" -s >> "$report" || status=1
   fi
   local bgr="$build_dir/bench/kbuf-bench-growth"
   if [[ -x "$bgr" ]]; then

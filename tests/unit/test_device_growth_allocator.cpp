@@ -48,8 +48,9 @@ TEST_CASE("the model grows in place where it commits") {
   CHECK(alloc.statistics().fallbacks == 0);
 }
 
-TEST_CASE("a device that refuses the first commit: the allocator takes a plain buffer, grows by "
-          "regrowth and says why") {
+TEST_CASE(
+    "a device that refuses the first commit: the allocator takes a plain buffer, grows by "
+    "regrowth and says why") {
   const kbuf_test::ScopedEnv on("KBUF_GROW_IN_PLACE", "1");
   ModelDriver::reset();
   ModelDriver::state().creates_before_failure = 0;
@@ -69,8 +70,9 @@ TEST_CASE("a device that refuses the first commit: the allocator takes a plain b
   alloc.reset();
 }
 
-TEST_CASE("a commit refused while temporaries are live: a fallback, the driver not asked again, "
-          "and the next growth a regrowth") {
+TEST_CASE(
+    "a commit refused while temporaries are live: a fallback, the driver not asked again, "
+    "and the next growth a regrowth") {
   const kbuf_test::ScopedEnv on("KBUF_GROW_IN_PLACE", "1");
   ModelDriver::reset();
   ModelDriver::state().creates_before_failure = 1;

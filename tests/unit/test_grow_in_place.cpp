@@ -347,3 +347,41 @@ TEST_CASE(
   CHECK(alloc.trim() == committed);
   CHECK(alloc.statistics().committed_bytes == 0);
 }
+
+#if defined(KOKKOS_ENABLE_CUDA)
+#include <cuda.h>
+
+TEST_CASE(
+    "grow in place on CUDA: a grown temporary's memory is exportable and GPUDirect RDMA "
+    "capable where the device says it can be") {
+  const kbuf_test::ScopedEnv on("KBUF_GROW_IN_PLACE", "1");
+  kbuf::BufferAllocator<Kokkos::CudaSpace> alloc;
+  REQUIRE(alloc.grows_in_place());
+  const int device = alloc.execution_space_instance().cuda_device();
+  CUdevice dev = 0;
+  REQUIRE(cuDeviceGet(&dev, device) == CUDA_SUCCESS);
+  int posix_fd = 0, rdma = 0;
+  (void)cuDeviceGetAttribute(&posix_fd,
+                             CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, dev);
+  (void)cuDeviceGetAttribute(&rdma, CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+                             dev);
+  MESSAGE("device " << device << ": POSIX fd handles " << posix_fd << ", RDMA with VMM " << rdma);
+  auto scope = alloc.scope();
+  auto t = alloc.allocate<char*>(std::size_t{8} << 20);  // committed in place
+  const CUdeviceptr p = reinterpret_cast<CUdeviceptr>(t.data());
+  CUmemGenericAllocationHandle h = 0;
+  REQUIRE(cuMemRetainAllocationHandle(&h, reinterpret_cast<void*>(p)) == CUDA_SUCCESS);
+  if (posix_fd != 0) {
+    int fd = -1;
+    CHECK(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) ==
+          CUDA_SUCCESS);
+    CHECK(fd >= 0);
+    if (fd >= 0) ::close(fd);
+  }
+  CUmemAllocationProp prop{};
+  REQUIRE(cuMemGetAllocationPropertiesFromHandle(&prop, h) == CUDA_SUCCESS);
+  CHECK(prop.location.id == device);
+  CHECK(static_cast<int>(prop.allocFlags.gpuDirectRDMACapable) == (rdma != 0 ? 1 : 0));
+  (void)cuMemRelease(h);
+}
+#endif

@@ -197,17 +197,16 @@ KOKKOS_INLINE_FUNCTION void visit_member(const TeamHandle& h, F& f) {
   KBUF_IMPL_IF_ON_HOST((visit_host_member(h, f);))
 }
 
-/// The team's barrier (nothing without a team); for a thread's vector lanes, a fence and a
-/// `PerThread` broadcast, which all of them reach.
+/// The team's barrier (nothing without a team); for a thread's vector lanes, a fence and
+/// Kokkos' value-less `single(PerThread)`, whose documented ordering (a `__syncwarp` on CUDA)
+/// all of them reach.
 struct BarrierVisitor {
   bool per_thread;
   template <class Member>
   KOKKOS_INLINE_FUNCTION void operator()(const Member& team) const {
     if (per_thread) {
       Kokkos::memory_fence();
-      int v = 0;
-      Kokkos::single(
-          Kokkos::PerThread(team), [&](int& x) { x = 1; }, v);
+      Kokkos::single(Kokkos::PerThread(team), []() {});
     } else {
       team.team_barrier();
     }
