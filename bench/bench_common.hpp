@@ -16,7 +16,7 @@ struct Options {
   bool quick = false;    // a few seconds in all: the CI smoke test
   TimingOptions timing;  // repetitions, sample length
   std::string csv_path;  // --csv FILE
-  std::string sections = "round,pair,live,size,warmup,threads,tensor";
+  std::string sections = "round,pair,instances,live,size,warmup,threads,tensor";
   std::string threads = "1,2";  // --threads LIST: host thread counts of the threaded section
   std::size_t max_live = 4096;  // largest live count in the live-count scaling
   std::size_t max_size = std::size_t{64} << 20;  // largest temporary in the size scaling

@@ -5,7 +5,8 @@
 //              [--max-live N] [--max-size BYTES] [--tensor-max-d D]
 //              [--threads LIST] [--profile SECTION:STRATEGY:ROUNDS]
 //
-// Sections: round (8 mixed temporaries per scope), pair (one allocate/reset), live (cost per
+// Sections: round (8 mixed temporaries per scope), pair (one allocate/reset), instances (a
+// temporary handed between two execution space instances), live (cost per
 // temporary vs live count), size (vs size), warmup (rounds until zero fallbacks: kbuf vs a
 // TensorOperations-style high-water mark), threads (the round on N host threads at once: kbuf's
 // pool against mimalloc, jemalloc, TBB, glibc malloc, pmr and Kokkos::MemoryPool), tensor (time per
@@ -351,6 +352,76 @@ void section_pair(Context& c) {
   csv_strategies(c, "pair", "double64", 1, st, "kbuf");
 }
 
+// ---- Section: temporaries handed between two instances ---------------------------------------
+
+/// A fresh instance where this Kokkos makes one (4.x: partition_space; two streams on a GPU).
+execution_space second_instance() {
+#if KOKKOS_VERSION >= 40000
+  return Kokkos::Experimental::partition_space(execution_space(), 1)[0];
+#else
+  return execution_space();
+#endif
+}
+
+/// Writes i into t(i) on `exec`.
+struct Iota {
+  Kokkos::View<double*, memory_space, Kokkos::MemoryUnmanaged> t;
+  KOKKOS_INLINE_FUNCTION void operator()(const int i) const { t(i) = i; }
+};
+
+/// Each round: a temporary of 4096 doubles written by a kernel on instance a, released, then one
+/// written on instance b: two hand-offs of the same memory between instances. "kbuf-handoff"
+/// names the instance (allocate(exec, n): an event, no fence); "kbuf-reset-other" takes the
+/// temporary without one and releases it with reset(cp, exec) (a fence of that instance per
+/// release); "managed-noinit" makes a View per temporary on the instance.
+void section_instances(Context& c) {
+  std::printf(
+      "\n== instances: a temporary handed between two instances (4096 doubles, a kernel each) "
+      "==\n");
+  constexpr int n = 4096;
+  const execution_space a = second_instance();
+  const execution_space b = second_instance();
+  auto handoff_alloc = std::make_unique<kbuf::BufferAllocator<memory_space>>(std::size_t{1} << 20);
+  auto reset_alloc = std::make_unique<kbuf::BufferAllocator<memory_space>>(std::size_t{1} << 20);
+  auto on = [](const execution_space& e, double* p) {
+    Kokkos::parallel_for("kbuf-bench::iota", Kokkos::RangePolicy<execution_space>(e, 0, n),
+                         Iota{Kokkos::View<double*, memory_space, Kokkos::MemoryUnmanaged>(p, n)});
+  };
+  std::vector<Contender> st;
+  st.push_back(make_contender("kbuf-handoff", 2, [&, al = handoff_alloc.get()] {
+    for (const execution_space* e : {&a, &b}) {
+      auto scope = al->scope();
+      on(*e, al->allocate<double*>(*e, n).data());
+    }
+  }));
+  st.push_back(make_contender("kbuf-reset-other", 2, [&, al = reset_alloc.get()] {
+    for (const execution_space* e : {&a, &b}) {
+      const auto cp = al->checkpoint();
+      on(*e, al->allocate<double*>(n).data());
+      al->reset(cp, *e);
+    }
+  }));
+  st.push_back(make_contender("managed-noinit", 2, [&] {
+    for (const execution_space* e : {&a, &b}) {
+      Kokkos::View<double*, memory_space> t(
+          Kokkos::view_alloc(*e, Kokkos::WithoutInitializing, "kbuf-bench::handed"), n);
+      on(*e, t.data());
+    }
+  }));
+  if (!measure_or_profile(c, "instances", st)) return;
+  std::printf("  ns per temporary (a kernel on its instance included); %s\n",
+              KOKKOS_VERSION >= 40000
+                  ? "two instances from partition_space (two streams on a GPU)"
+                  : "Kokkos 3.4 makes no second instance: both are the default");
+  print_contender_table(st, "kbuf-handoff");
+  const kbuf::Statistics h = handoff_alloc->statistics();
+  std::printf(
+      "  kbuf-handoff: %zu hand-offs (%zu host waits), %zu fences by kbuf; "
+      "kbuf-reset-other fences an instance at every release\n",
+      h.handoffs, h.host_waits, h.fences);
+  csv_strategies(c, "instances", "double4096", 2, st, "kbuf-handoff");
+}
+
 /// Prints one scaling table: rows = x, columns = medians per strategy, plus kbuf's first round on
 /// an un-warmed allocator with the fallbacks of rounds 1 and 2.
 struct ScalingRow {
@@ -541,7 +612,8 @@ int usage(const char* argv0, int status) {
       "usage: %s [--quick] [--reps N] [--min-sample-ms X] [--csv FILE] [--sections LIST]\n"
       "          [--max-live N] [--max-size BYTES] [--tensor-max-d D]\n"
       "          [--profile SECTION:STRATEGY:ROUNDS]\n"
-      "  LIST: comma-separated of round,pair,live,size,warmup,tensor (default: all)\n"
+      "  LIST: comma-separated of round,pair,instances,live,size,warmup,threads,tensor (default: "
+      "all)\n"
       "  --quick: a few seconds in all (CI smoke test; figures not meaningful)\n",
       argv0);
   return status;
@@ -624,6 +696,7 @@ int main(int argc, char* argv[]) {
   print_header(c);
   if (c.wants("round")) section_round(c);
   if (c.wants("pair")) section_pair(c);
+  if (c.wants("instances")) section_instances(c);
   if (c.wants("live")) section_live(c);
   if (c.wants("size")) section_size(c);
   if (c.wants("warmup")) section_warmup(c);
