@@ -342,6 +342,27 @@ class BufferAllocator final : private Impl::BufferPolicy {
     release_to(cp);
   }
 
+  /// Gives back the tail of the allocator's newest temporary: `v` becomes a View of its first
+  /// `n` elements (the same data; those elements keep their values) and the bytes after them
+  /// are free for the next temporary. For a temporary sized by an upper bound before a scan
+  /// told its size (`n + 1`, a scan, then the count). `v` must be the newest temporary in the
+  /// buffer (no temporary carved after it is live) and of rank 1; a fallback gives nothing back,
+  /// and its view shrinks all the same. A temporary of another instance (`allocate(exec, ...)`)
+  /// gives its tail back in that instance's order, as a release does. A checkpoint taken after
+  /// `v` still resets correctly (to a point at or above the shrunk end).
+  /// @throws kbuf::logic_error (naming the call and the values) if `n` exceeds `v`'s extent or
+  /// `v` is not the newest temporary; nothing changes then.
+  template <class DataType, class Layout>
+  void shrink(view<DataType, Layout>& v, std::size_t n) {
+    using V = view<DataType, Layout>;
+    static_assert(V::rank == 1, "kbuf::BufferAllocator::shrink: a temporary of rank 1");
+    using T = typename V::value_type;
+    const std::size_t extent = v.extent(0);
+    give_back_tail(v.data(), extent * sizeof(T), n, extent, sizeof(T),
+                   "kbuf::BufferAllocator::shrink");
+    v = V(v.data(), n);
+  }
+
   /// Releases every temporary. The buffer keeps its size; a pending regrowth happens at the
   /// next `allocate`.
   void reset() {
@@ -755,6 +776,11 @@ class BufferAllocator final : private Impl::BufferPolicy {
                       std::numeric_limits<std::size_t>::max() / sizeof(T),
                   "kbuf::BufferAllocator::allocate: the static extents overflow size_t");
   }
+
+  // shrink(v, n): checks that [p, p + bytes) ends at the top of the buffer (or is a live
+  // fallback) and n <= extent, then gives back all but n elements of `size` bytes.
+  KBUF_IMPL_COLD void give_back_tail(void* p, std::size_t bytes, std::size_t n, std::size_t extent,
+                                     std::size_t size, const char* call);
 
   // acquire_slow without the instance order: where the temporary goes.
   void* acquire_cold(std::size_t nbytes, std::size_t type_alignment, const char* label);

@@ -933,6 +933,60 @@ template <class ViewType, class ExecSpace, class... Extents,
                             typename ViewType::memory_space>(exec, &o, label, extents...);
 }
 
+namespace Impl {
+
+/// kbuf::shrink: the serving scope's allocator gives the tail back where `v` is one of its
+/// temporaries; a plain View (or a debug build's counted one) becomes a View of its first `n`
+/// elements in the same allocation.
+template <class V>
+void shrink_temporary(const owner* o, V& v, std::size_t n) {
+  static_assert(Kokkos::is_view<V>::value && V::rank == 1,
+                "kbuf::shrink(view, n): a View of rank 1 (a temporary sized by an upper bound)");
+  using MemorySpace = typename V::memory_space;
+  if (KBUF_IMPL_UNLIKELY(n > v.extent(0))) {
+    throw_logic_error("kbuf::shrink(view, ", n, "): ", n, " elements are more than the view's ",
+                      v.extent(0), "; a temporary only shrinks");
+  }
+  if (v.use_count() == 0 && v.data() != nullptr) {  // unmanaged: a temporary kbuf served
+    if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
+      typename BufferAllocator<MemorySpace>::template view<typename V::non_const_data_type,
+                                                           typename V::array_layout>
+          u(v.data(), v.extent(0));
+      CurrentAccess::allocator(*s).shrink(u, n);
+      v = unmanaged_view<V>(v.data(), n);
+      return;
+    }
+  }
+  v = V(v, std::make_pair(std::size_t{0}, n));
+}
+
+}  // namespace Impl
+
+/// Gives back the tail of the newest temporary of `o`'s serving scope: `v` (rank 1, from
+/// `kbuf::temporary`) becomes a View of its first `n` elements, which keep their values, and
+/// the bytes after them are free for the next temporary (`BufferAllocator::shrink`). For a
+/// temporary sized by an upper bound before a scan told its size, in place of a subview of the
+/// bound or `Kokkos::resize` (which makes a plain allocation and copies):
+/// @code
+/// auto offsets = kbuf::temporary<int*, Kokkos::LayoutRight, memory_space>(my_owner, "offsets", n +
+/// 1); int count = 0;  // ... a scan over offsets that counts ... kbuf::shrink(my_owner, offsets,
+/// count);
+/// @endcode
+/// A plain View (no scope served it) becomes a View of its first `n` elements in the same
+/// allocation.
+/// @throws kbuf::logic_error (naming the call and the values) if `n` exceeds the extent or `v`
+/// is a temporary of the scope's allocator but not its newest; nothing changes then.
+template <class V>
+void shrink(const owner& o, V& v, std::size_t n) {
+  Impl::shrink_temporary(&o, v, n);
+}
+
+/// As above, for a temporary of no owner.
+template <class V>
+void shrink(V& v, std::size_t n) {
+  Impl::shrink_temporary(nullptr, v, n);
+}
+
 /// The process's allocator for `MemorySpace`, for code that has no `main` to own one: the
 /// calling host thread's allocator (`local()`) of one `AllocatorPool` per process and memory
 /// space, labelled "kbuf::process_allocator". The pool is made by the first call after

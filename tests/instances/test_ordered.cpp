@@ -233,3 +233,30 @@ TEST_CASE(
   for (auto& th : team) th.join();
   CHECK(wrong.load() == 0);
 }
+
+TEST_CASE(
+    "a temporary of another instance that shrinks gives its tail back in that instance's "
+    "order") {
+  Alloc alloc(1 << 20);
+  AsyncInstance j("j");
+  AsyncInstance k("k");
+  j.hold();
+  auto s = alloc.scope();
+  auto t = alloc.allocate<double*>(j, "bounded", n);
+  double* p = t.data();
+  j.submit([p] {
+    for (std::size_t i = 0; i < n; ++i) p[i] = 1.0;  // writes the whole bound, tail included
+  });
+  alloc.shrink(t, n / 2);
+  auto u = alloc.allocate<double*>(k, "in_the_tail", n / 2);
+  REQUIRE(u.data() >= p + n / 2);
+  REQUIRE(u.data() < p + n);
+  overwrite(k, u.data(), 2.0);  // waits for j's write of the tail
+  j.go();
+  k.fence();
+  j.fence();
+  std::vector<double> seen(u.data(), u.data() + n / 2);
+  CHECK(count_not(seen, 2.0) == 0);
+  CHECK(alloc.statistics().handoffs == 1);
+  CHECK(alloc.statistics().host_waits == 0);
+}

@@ -338,6 +338,48 @@ void BufferAllocator<MemorySpace>::order_use(std::size_t who, const void* p, std
 }
 
 template <class MemorySpace>
+KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::give_back_tail(void* p, std::size_t bytes,
+                                                                 std::size_t n, std::size_t extent,
+                                                                 std::size_t size,
+                                                                 const char* call) {
+  KBUF_EXPECTS(n <= extent, call, "(view, ", n, ") on allocator '", label_, "': ", n,
+               " elements are more than the temporary's ", extent, "; a temporary only shrinks");
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const bool newest = p != nullptr && depth_ != 0 && begin >= origin_ && begin + bytes == top_ &&
+                      begin < origin_ + capacity_;
+  if (!newest) {
+    for (const Fallback& f : fallbacks_) {
+      const auto m = reinterpret_cast<std::uintptr_t>(f.memory.data());
+      if (begin >= m && begin < m + f.memory.size()) return;  // a fallback: its view shrinks
+    }
+    if (p == nullptr || bytes == 0) return;  // an empty temporary: nothing to give back
+    Impl::throw_logic_error(call, "(view, ", n, ") on allocator '", label_, "': the temporary at ",
+                            p, " (", bytes,
+                            " bytes) is not its newest temporary in the buffer (the buffer's "
+                            "top is ",
+                            used(),
+                            " bytes in); shrink only the newest, before anything is "
+                            "taken after it");
+  }
+  const std::size_t keep = n * size;
+  if (keep == bytes) return;
+  const std::size_t lo = static_cast<std::size_t>(begin - origin_);
+  bool ordered = false;
+  if (ordered_ && order_->shrink_newest(depth_, lo + keep, lo + bytes, KBUF_ENABLE_DEBUG != 0,
+                                        debug_fill_byte, base_)) {
+    ordered = true;
+  }
+  if (!ordered) Impl::release_bytes<MemorySpace>(exec_, base_ + lo + keep, bytes - keep);
+  top_ = begin + keep;
+  if (reporter_ != nullptr) {
+    reporter_->released(depth_, depth_ - 1);
+    reporter_->acquired(depth_ - 1, p, keep);
+  }
+  ordered_ = order_ != nullptr && order_->active();
+  update_fast_end();
+}
+
+template <class MemorySpace>
 KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::settle_instances(bool live) noexcept {
   if (order_ == nullptr) return;
   order_->settle(live);

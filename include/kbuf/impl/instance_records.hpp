@@ -268,6 +268,26 @@ class InstanceOrder {
     uses_.erase(uses_.begin() + static_cast<std::ptrdiff_t>(first), uses_.end());
   }
 
+  /// The newest temporary (at `depth`) gives back [from, to): where it is another instance's,
+  /// that memory is filled in its order (`fill`, debug builds) and becomes a hazard of its
+  /// instance (an event recorded now), and the use ends at `from`; true then. False where the
+  /// newest temporary is the allocator's own.
+  bool shrink_newest(std::size_t depth, std::size_t from, std::size_t to, bool fill,
+                     unsigned char byte, unsigned char* base) noexcept {
+    if (uses_.empty()) return false;
+    Use& u = uses_.back();
+    if (u.depth != depth || u.fallback || u.hi != to) return false;
+    if (fill) {
+      try {
+        known_[u.who].instance->fill(base + from, to - from, byte);
+      } catch (...) {
+      }
+    }
+    u.hi = from;
+    add_hazard(u.who, from, to, u.label);
+    return true;
+  }
+
   /// Before memory is freed: the host waits for every hazard's event (and, with `live`, for the
   /// work of every instance a live temporary is used on), and forgets the hazards.
   void settle(bool live) noexcept {
