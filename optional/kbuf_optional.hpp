@@ -40,6 +40,7 @@
 #include <cstddef>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #if KBUF_OPTIONAL_USE_KBUF
 #include <kbuf/kbuf.hpp>
@@ -81,6 +82,20 @@ struct library {
                                                          Extents... extents) {
     return kbuf::temporary<DataType, Layout, Space>(exec, owner, label, extents...);
   }
+
+  /// A buffer of the View type `ViewType` (`decltype(member)`, a caller's View type) used on
+  /// `exec`: its data type, layout and memory space, returned as its non-const type.
+  template <class ViewType, class ExecSpace, class... Extents>
+  static typename ViewType::non_const_type temporary_like(const ExecSpace& exec, const char* label,
+                                                          Extents... extents) {
+    return kbuf::temporary<typename ViewType::non_const_type>(exec, owner, label, extents...);
+  }
+
+  /// The newest buffer (rank 1) gives back all but its first `n` elements (kbuf::shrink).
+  template <class V>
+  static void shrink(V& v, std::size_t n) {
+    kbuf::shrink(owner, v, n);
+  }
 #else
   /// Without kbuf: a scope that does nothing.
   struct scope_type {
@@ -118,6 +133,22 @@ struct library {
     return Kokkos::View<DataType, Layout, Space>(
         Kokkos::view_alloc(exec, std::string(label), Kokkos::WithoutInitializing),
         static_cast<std::size_t>(extents)...);
+  }
+
+  /// Without kbuf: a View of the View type `ViewType` allocated on `exec` under `label`.
+  template <class ViewType, class ExecSpace, class... Extents>
+  static typename ViewType::non_const_type temporary_like(const ExecSpace& exec, const char* label,
+                                                          Extents... extents) {
+    (void)Owner::name;
+    return typename ViewType::non_const_type(
+        Kokkos::view_alloc(exec, std::string(label), Kokkos::WithoutInitializing),
+        static_cast<std::size_t>(extents)...);
+  }
+
+  /// Without kbuf: `v` becomes a View of its first `n` elements in the same allocation.
+  template <class V>
+  static void shrink(V& v, std::size_t n) {
+    v = V(v, std::make_pair(std::size_t{0}, n));
   }
 #endif
 };

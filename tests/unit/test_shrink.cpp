@@ -33,13 +33,16 @@ TEST_CASE("the newest temporary gives its tail back and keeps its first elements
   CHECK(v(16) == 16);
   CHECK(alloc.used() == used - (1001 - 17) * sizeof(int));
   auto w = alloc.allocate<int*>(1);
-  CHECK(reinterpret_cast<std::uintptr_t>(w.data()) >= reinterpret_cast<std::uintptr_t>(v.data() + 17));
-  CHECK(reinterpret_cast<std::uintptr_t>(w.data()) < reinterpret_cast<std::uintptr_t>(v.data() + 1001));
+  CHECK(reinterpret_cast<std::uintptr_t>(w.data()) >=
+        reinterpret_cast<std::uintptr_t>(v.data() + 17));
+  CHECK(reinterpret_cast<std::uintptr_t>(w.data()) <
+        reinterpret_cast<std::uintptr_t>(v.data() + 1001));
   (void)a;
 }
 
-TEST_CASE("shrinking anything but the newest temporary, or growing one, is refused and changes "
-          "nothing") {
+TEST_CASE(
+    "shrinking anything but the newest temporary, or growing one, is refused and changes "
+    "nothing") {
   Alloc alloc(1 << 16);
   auto s = alloc.scope();
   auto v = alloc.allocate<double*>(100);
@@ -84,18 +87,20 @@ TEST_CASE("a checkpoint taken after the temporary still resets, and nothing over
   auto w = alloc.allocate<char*>(64);
   alloc.reset(cp);
   auto x = alloc.allocate<char*>(64);
-  CHECK(reinterpret_cast<std::uintptr_t>(x.data()) >= reinterpret_cast<std::uintptr_t>(v.data() + 100));
+  CHECK(reinterpret_cast<std::uintptr_t>(x.data()) >=
+        reinterpret_cast<std::uintptr_t>(v.data() + 100));
   (void)w;
 }
 
-TEST_CASE("kbuf::shrink gives a served temporary's tail back, and makes a plain View a View of "
-          "its first elements") {
+TEST_CASE(
+    "kbuf::shrink gives a served temporary's tail back, and makes a plain View a View of "
+    "its first elements") {
   Alloc alloc(1 << 16);
   {
     kbuf::use current(alloc);
     auto scope = kbuf::scope<Kokkos::HostSpace>(shrink_owner);
-    auto offsets =
-        kbuf::temporary<int*, Kokkos::LayoutRight, Kokkos::HostSpace>(shrink_owner, "offsets", 5001);
+    auto offsets = kbuf::temporary<int*, Kokkos::LayoutRight, Kokkos::HostSpace>(shrink_owner,
+                                                                                 "offsets", 5001);
     std::iota(offsets.data(), offsets.data() + 5001, 0);
     const std::size_t used = alloc.used();
     kbuf::shrink(shrink_owner, offsets, 42);
