@@ -97,7 +97,7 @@ if has_stage tsan; then
   tsan_targets=(kbuf-test-pool kbuf-test-pool-exclusive kbuf-test-pool-kernels kbuf-test-pool-hot-path
                 kbuf-test-pool-debug kbuf-test-limit kbuf-instances-threads kbuf-test-workspace-claims
                 kbuf-test-workspace-lanes kbuf-test-workspace-lanes-debug
-                kbuf-test-current kbuf-test-dropin kbuf-test-dropin-finalize kbuf-test-use-debug
+                kbuf-test-current kbuf-test-ordered kbuf-test-dropin kbuf-test-dropin-finalize kbuf-test-use-debug
                 kbuf-test-advisor-threads kbuf-test-advisor-tool)
   missing=$(python3 scripts/tsan_targets_missing.py "${tsan_targets[@]}")
   if [ -n "$missing" ]; then
