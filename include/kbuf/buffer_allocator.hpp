@@ -348,10 +348,10 @@ class BufferAllocator final : private Impl::BufferPolicy {
   /// told its size (`n + 1`, a scan, then the count). `v` must be the newest temporary in the
   /// buffer (no temporary carved after it is live) and of rank 1; a fallback gives nothing back,
   /// and its view shrinks all the same. A temporary of another instance (`allocate(exec, ...)`)
-  /// gives its tail back in that instance's order, as a release does. A checkpoint taken after
-  /// `v` still resets correctly (to a point at or above the shrunk end).
-  /// @throws kbuf::logic_error (naming the call and the values) if `n` exceeds `v`'s extent or
-  /// `v` is not the newest temporary; nothing changes then.
+  /// gives its tail back in that instance's order, as a release does.
+  /// @throws kbuf::logic_error (naming the call and the values) if `n` exceeds `v`'s extent,
+  /// `v` is not the newest temporary, or a checkpoint or a scope was taken after it; nothing
+  /// changes then.
   template <class DataType, class Layout>
   void shrink(view<DataType, Layout>& v, std::size_t n) {
     using V = view<DataType, Layout>;

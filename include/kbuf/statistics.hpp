@@ -32,6 +32,12 @@ struct Statistics {
   std::size_t reserved_bytes = 0;
   /// Memory committed in that reservation (the buffer's capacity). Not a counter either.
   std::size_t committed_bytes = 0;
+  /// Of the fallbacks, those served while a growth of the buffer was due and waited for the
+  /// allocator to be empty: something live at the bottom (a caller's temporary held across
+  /// calls) keeps every later need above the buffer a fallback. Not 0 after a warm-up: release
+  /// what is held, or take it elsewhere, or give the allocator its size at once (`sizehint`,
+  /// a sizes file), or grow it in place (`KBUF_GROW_IN_PLACE=1`), which does not wait.
+  std::size_t fallbacks_awaiting_growth = 0;
   /// Hand-offs: times an execution space instance was ordered after another instance's work
   /// on memory before a temporary used it (`allocate(exec, ...)`): on CUDA and HIP a stream's
   /// wait for an event, no host block.
@@ -44,7 +50,9 @@ struct Statistics {
 /// One readable line, for logs: `temporaries 120, fallbacks 2 (4096 bytes), regrows 1,
 /// resets 60, fences 3, peak used 65536 bytes, peak live 4, limit refusals 0`; with a
 /// reservation for growth in place it goes on `, grown in place 3, reserved 68719476736 bytes,
-/// committed 6291456 bytes`; with hand-offs between instances, `, hand-offs 8 (host waits 0)`.
+/// committed 6291456 bytes`; with fallbacks served while a growth waited for an empty allocator,
+/// `, fallbacks awaiting growth 61`; with hand-offs between instances, `, hand-offs 8 (host
+/// waits 0)`.
 inline std::ostream& operator<<(std::ostream& os, const Statistics& s) {
   os << "temporaries " << s.temporaries << ", fallbacks " << s.fallbacks << " (" << s.fallback_bytes
      << " bytes), regrows " << s.regrows << ", resets " << s.resets << ", fences " << s.fences
@@ -53,6 +61,9 @@ inline std::ostream& operator<<(std::ostream& os, const Statistics& s) {
   if (s.reserved_bytes != 0) {
     os << ", grown in place " << s.grown_in_place << ", reserved " << s.reserved_bytes
        << " bytes, committed " << s.committed_bytes << " bytes";
+  }
+  if (s.fallbacks_awaiting_growth != 0) {
+    os << ", fallbacks awaiting growth " << s.fallbacks_awaiting_growth;
   }
   if (s.handoffs != 0 || s.host_waits != 0) {
     os << ", hand-offs " << s.handoffs << " (host waits " << s.host_waits << ")";

@@ -28,7 +28,8 @@ Kokkos::View<double* [2], Kokkos::HostSpace> make_points(int n) {
 }
 
 /// The neighbours of each point, by the definition: every j within r of i, in increasing order.
-std::vector<std::vector<int>> naive(const Kokkos::View<double* [2], Kokkos::HostSpace>& p, double r) {
+std::vector<std::vector<int>> naive(const Kokkos::View<double* [2], Kokkos::HostSpace>& p,
+                                    double r) {
   const int n = static_cast<int>(p.extent(0));
   std::vector<std::vector<int>> rows(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -53,8 +54,9 @@ int differing_rows(const qlib::offsets_type& offsets, const qlib::offsets_type& 
 
 }  // namespace
 
-TEST_CASE("ten queries on the caller's instance with a caller's temporary held across them: "
-          "every answer the naive one") {
+TEST_CASE(
+    "ten queries on the caller's instance with a caller's temporary held across them: "
+    "every answer the naive one") {
   constexpr int n = 200;
   constexpr double radius = 0.1;
   const auto points = make_points(n);

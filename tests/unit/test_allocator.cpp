@@ -5,6 +5,7 @@
 #include "test_support.hpp"
 
 #include <limits>
+#include <sstream>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -527,5 +528,39 @@ TEST_CASE("the tests' space is the foreign one exactly in the foreign build") {
     Alloc alloc(1_KiB);
     CHECK(alloc.alignment() == 256);
     CHECK(address(alloc.buffer().data()) % 256 == 0);
+  }
+}
+
+TEST_CASE(
+    "statistics: fallbacks served while a growth waited for the allocator to empty are "
+    "counted apart") {
+  for (const bool held : {false, true}) {
+    CAPTURE(held);
+    kbuf_test::Alloc alloc(1024);
+    auto bottom = held ? alloc.allocate<char*>(64) : kbuf_test::Alloc::view<char*>();
+    for (int step = 0; step < 10; ++step) {
+      const auto cp = alloc.checkpoint();
+      (void)alloc.allocate<double*>(1000);  // 8000 bytes: more than the buffer at first
+      (void)alloc.allocate<double*>(1000);
+      alloc.reset(cp);
+    }
+    const kbuf::Statistics s = alloc.statistics();
+    if (held) {
+      // The growth waits for empty, which never comes: every need past the buffer falls back,
+      // and all but the very first (before any growth was due) awaited it.
+      CHECK(s.fallbacks == 20);
+      CHECK(s.fallbacks_awaiting_growth == 19);
+      CHECK(s.regrows == 0);
+      std::ostringstream line;
+      line << s;
+      CHECK(line.str().find("fallbacks awaiting growth 19") != std::string::npos);
+    } else {
+      // Only the first round's second fallback waits: the round's end empties the allocator.
+      CHECK(s.fallbacks == 2);
+      CHECK(s.fallbacks_awaiting_growth == 1);
+      CHECK(s.regrows == 1);
+    }
+    (void)bottom;
+    alloc.reset();
   }
 }

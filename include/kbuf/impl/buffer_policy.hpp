@@ -97,6 +97,8 @@ class BufferPolicy {
   void add_fallback(std::size_t nbytes, std::size_t a) noexcept {
     ++stats_.fallbacks;
     stats_.fallback_bytes += nbytes;
+    // The buffer would have grown already but for something live: the growth waits for empty.
+    if (depth_ != 0 && regrow_pending()) ++stats_.fallbacks_awaiting_growth;
     const std::size_t used = this->used();
     set_extra(align_up(used + extra_, alignment_) + (a - alignment_) + nbytes - used);
     ++depth_;

@@ -361,6 +361,12 @@ KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::give_back_tail(void* p, std::s
                             " bytes in); shrink only the newest, before anything is "
                             "taken after it");
   }
+  // A checkpoint (a scope) taken after it records the end it has now: a reset to it would
+  // release from there. Refused, so that every checkpoint stays one of the history's points.
+  KBUF_EXPECTS(nmarks_ == 0 || marks_[nmarks_ - 1].depth != depth_, call, "(view, ", n,
+               ") on allocator '", label_,
+               "': a checkpoint or a scope was taken after the temporary; shrink it before "
+               "taking one");
   const std::size_t keep = n * size;
   if (keep == bytes) return;
   const std::size_t lo = static_cast<std::size_t>(begin - origin_);

@@ -64,22 +64,23 @@ void neighbors(const execution_space& space, const points_type& points, double r
       total);
   // kbuf: an upper bound, cut to the count below (was a View of n * n, then Kokkos::resize)
   auto found = buffers::temporary_like<offsets_type>(space, "qlib::found", n * n);
-  Kokkos::parallel_for(
-      "qlib::fill", Kokkos::RangePolicy<execution_space>(space, 0, n), [=](int i) {
-        int k = counts(i);
-        for (int j = 0; j < n; ++j) {
-          const double dx = points(i, 0) - points(j, 0), dy = points(i, 1) - points(j, 1);
-          if (dx * dx + dy * dy <= r2) found(k++) = j;
-        }
-      });
+  Kokkos::parallel_for("qlib::fill", Kokkos::RangePolicy<execution_space>(space, 0, n), [=](int i) {
+    int k = counts(i);
+    for (int j = 0; j < n; ++j) {
+      const double dx = points(i, 0) - points(j, 0), dy = points(i, 1) - points(j, 1);
+      if (dx * dx + dy * dy <= r2) found(k++) = j;
+    }
+  });
   space.fence();
   buffers::shrink(found, static_cast<std::size_t>(total));  // kbuf: was Kokkos::resize
   sort_rows(space, counts, found);
   // What the caller keeps: plain Views, made outside any temporary.
-  offsets = offsets_type(Kokkos::view_alloc(std::string("qlib::offsets"), Kokkos::WithoutInitializing),
-                         static_cast<std::size_t>(n + 1));
-  indices = offsets_type(Kokkos::view_alloc(std::string("qlib::indices"), Kokkos::WithoutInitializing),
-                         static_cast<std::size_t>(total));
+  offsets =
+      offsets_type(Kokkos::view_alloc(std::string("qlib::offsets"), Kokkos::WithoutInitializing),
+                   static_cast<std::size_t>(n + 1));
+  indices =
+      offsets_type(Kokkos::view_alloc(std::string("qlib::indices"), Kokkos::WithoutInitializing),
+                   static_cast<std::size_t>(total));
   Kokkos::deep_copy(space, offsets, counts);
   Kokkos::deep_copy(space, indices, found);
   space.fence();
