@@ -36,10 +36,10 @@ void fill_then_copy(const AsyncInstance& on, double* t, double value, Out& out) 
   });
 }
 
-/// Submits to `on` a write of `value` into `t`.
-void overwrite(const AsyncInstance& on, double* t, double value) {
-  on.submit([t, value] {
-    for (std::size_t i = 0; i < n; ++i) t[i] = value;
+/// Submits to `on` a write of `value` into the `count` elements of `t`.
+void overwrite(const AsyncInstance& on, double* t, double value, std::size_t count = n) {
+  on.submit([t, value, count] {
+    for (std::size_t i = 0; i < count; ++i) t[i] = value;
   });
 }
 
@@ -251,7 +251,7 @@ TEST_CASE(
   auto u = alloc.allocate<double*>(k, "in_the_tail", n / 2);
   REQUIRE(u.data() >= p + n / 2);
   REQUIRE(u.data() < p + n);
-  overwrite(k, u.data(), 2.0);  // waits for j's write of the tail
+  overwrite(k, u.data(), 2.0, n / 2);  // waits for j's write of the tail
   j.go();
   k.fence();
   j.fence();
