@@ -892,6 +892,14 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // grows by regrowth from then on). Charges as replace_buffer does.
   void resize_in_place(std::size_t capacity, const char* call);
 
+  // In place, the empty allocator gives its reservation back (after a fence if it held memory).
+  void give_up_range();
+
+  // In place no more (`why` in growth(), `error` said once on stderr): a plain buffer of
+  // `capacity` for `call`; the caller charged `charged`, and what is not kept is given back.
+  void regrow_from_now_on(const std::string& why, const std::string& error, std::size_t capacity,
+                          std::size_t charged, const char* call);
+
   // In place, with temporaries live: commits memory so that the buffer holds `end` bytes. False
   // (nothing changed) when the reservation, a limit or the space refuses: the temporary is then
   // served as without growth in place.

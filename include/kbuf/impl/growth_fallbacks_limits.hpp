@@ -117,34 +117,48 @@ KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_in_place(std::size_t end)
 }
 
 template <class MemorySpace>
+void BufferAllocator<MemorySpace>::give_up_range() {
+  if (capacity_ != 0) fence();
+  Impl::unpoison<MemorySpace>(base_, capacity_);
+  range_->release(label_);
+  reserved_ = 0;
+  buffer_ = raw_view();
+  base_ = nullptr;
+  set_buffer(0, 0);
+}
+
+template <class MemorySpace>
+void BufferAllocator<MemorySpace>::regrow_from_now_on(const std::string& why,
+                                                      const std::string& error,
+                                                      std::size_t capacity, std::size_t charged,
+                                                      const char* call) {
+  in_place_ = false;
+  growth_ = "by regrowth (" + why + ")";
+  Impl::say_once_per_process(
+      Impl::concat("kbuf: allocator '", label_, "' grows by regrowth from now on: ", error));
+  try {
+    take_buffer(capacity, call);
+  } catch (const kbuf::out_of_memory&) {
+    uncharge(charged);
+    throw;
+  }
+  uncharge(charged - capacity_);
+}
+
+template <class MemorySpace>
 void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const char* call) {
   const std::size_t old_capacity = capacity_;
   const std::size_t charged = capacity > old_capacity ? capacity : old_capacity;
   if (capacity > range_->reserved()) {
     // Past the reservation: a larger one (the allocator is empty), else regrowth from now on.
-    if (old_capacity != 0) fence();
-    Impl::unpoison<MemorySpace>(base_, capacity_);
-    range_->release(label_);
-    reserved_ = 0;
-    buffer_ = raw_view();
-    base_ = nullptr;
-    set_buffer(0, 0);
+    give_up_range();
     std::string error;
     const std::size_t twice = capacity <= (std::size_t{1} << 61) ? 2 * capacity : capacity;
     if (!range_->reserve(twice, alignment_, error) &&
         !range_->reserve(capacity, alignment_, error)) {
-      in_place_ = false;
-      growth_ = Impl::concat("by regrowth (a reservation of ", capacity, " bytes in ",
-                             Impl::space_name<MemorySpace>(), " failed: ", error, ")");
-      Impl::say_once_per_process(
-          Impl::concat("kbuf: allocator '", label_, "' grows by regrowth from now on: ", error));
-      try {
-        take_buffer(capacity, call);
-      } catch (const kbuf::out_of_memory&) {
-        uncharge(charged);
-        throw;
-      }
-      uncharge(charged - capacity_);
+      regrow_from_now_on(Impl::concat("a reservation of ", capacity, " bytes in ",
+                                      Impl::space_name<MemorySpace>(), " failed: ", error),
+                         error, capacity, charged, call);
       return;
     }
     set_buffer(reinterpret_cast<std::uintptr_t>(range_->base()), 0);
@@ -155,25 +169,10 @@ void BufferAllocator<MemorySpace>::resize_in_place(std::size_t capacity, const c
     if (commit_refused_ || !range_->grow_to(capacity, label_, error)) {
       // The reservation worked and the device refuses to commit: plain buffers from now on, as
       // an allocator without growth in place would have (out_of_memory only where that fails).
-      if (capacity_ != 0) fence();
-      Impl::unpoison<MemorySpace>(base_, capacity_);
-      range_->release(label_);
-      reserved_ = 0;
-      buffer_ = raw_view();
-      base_ = nullptr;
-      set_buffer(0, 0);
-      in_place_ = false;
-      growth_ = Impl::concat("by regrowth (committing ", capacity, " bytes in ",
-                             Impl::space_name<MemorySpace>(), " failed: ", error, ")");
-      Impl::say_once_per_process(
-          Impl::concat("kbuf: allocator '", label_, "' grows by regrowth from now on: ", error));
-      try {
-        take_buffer(capacity, call);
-      } catch (const kbuf::out_of_memory&) {
-        uncharge(charged);
-        throw;
-      }
-      uncharge(charged - capacity_);
+      give_up_range();
+      regrow_from_now_on(Impl::concat("committing ", capacity, " bytes in ",
+                                      Impl::space_name<MemorySpace>(), " failed: ", error),
+                         error, capacity, charged, call);
       return;
     }
   } else if (capacity < capacity_) {
