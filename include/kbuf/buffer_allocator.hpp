@@ -1145,9 +1145,10 @@ BufferAllocator<MemorySpace>::allocate_on(const ExecSpace& exec, const char* lab
   using T = typename V::value_type;
   check_types<DataType, Layout, Extents...>();
   if constexpr (Kokkos::is_execution_space<ExecSpace>::value) {
-    static_assert(Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible,
+    static_assert(std::is_same<ExecSpace, execution_space>::value ||
+                      Kokkos::SpaceAccessibility<ExecSpace, MemorySpace>::accessible,
                   "kbuf::BufferAllocator::allocate(exec, ...): the instance's execution space "
-                  "cannot access the allocator's memory space");
+                  "is not the allocator's and cannot access its memory space");
   }
   const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
       [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
