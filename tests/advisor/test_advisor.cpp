@@ -354,3 +354,115 @@ TEST_CASE("the hold limit follows the lifetime limit unless set, and bad values 
   ::unsetenv("KBUF_ADVISOR_KERNELS");
   ::unsetenv("KBUF_ADVISOR_HOLD");
 }
+
+TEST_CASE(
+    "a library call bracketed by a region: what it frees before the region ends is a temporary") {
+  // One call of a library (ArborX-like): "permute" lives through 30 kernels of the call, the
+  // "linear_ordering" inside it through 20; both are freed before the call's region ends.
+  const auto call = [](Advisor& a, std::uintptr_t i) {
+    a.push_region("ArborX::BVH::query");
+    a.allocate("Host", "permute", address(i), 4000);
+    kernels(a, 10);
+    a.allocate("Host", "linear_ordering", address(i + 1), 8000);
+    kernels(a, 20);
+    a.deallocate("Host", "linear_ordering", address(i + 1), 8000);
+    a.deallocate("Host", "permute", address(i), 4000);
+    a.pop_region();
+  };
+  for (const bool regions : {true, false}) {
+    CAPTURE(regions);
+    Settings s;
+    s.regions = regions;
+    Advisor a(s);
+    for (std::uintptr_t step = 0; step < 3; ++step) call(a, 2 * step);
+    const Results r = a.finish();
+    CHECK(r.served() == (regions ? 6 : 0));
+    CHECK(reason(r, Reason::too_long) == (regions ? 0 : 6));
+    if (regions) {
+      // One buffer for both, nested: 4000 bytes padded to 64, then 8000.
+      CHECK(r.capacity() == kbuf::buffer_size(4032 + 8000));
+      CHECK(r.allocations_avoided() == 4 - 1);  // four from the buffer, one buffer allocated
+    }
+  }
+}
+
+TEST_CASE("past its region's end the kernel rule decides, and so does it outside every region") {
+  Settings s;
+  s.max_kernels = 4;
+  Advisor a(s);
+  // Made in a region, freed after it ended: many kernels later lives too long, one kernel later
+  // is a temporary.
+  a.push_region("call");
+  a.allocate("Host", "result", address(1), 100);
+  a.allocate("Host", "handed_back", address(2), 100);
+  kernels(a, 1);
+  a.pop_region();
+  a.deallocate("Host", "handed_back", address(2), 100);
+  kernels(a, 10);
+  a.deallocate("Host", "result", address(1), 100);
+  // Outside every region: the kernel rule alone.
+  a.allocate("Host", "state", address(3), 100);
+  kernels(a, 10);
+  a.deallocate("Host", "state", address(3), 100);
+  const Results r = a.finish();
+  CHECK(r.served() == 1);
+  CHECK(reason(r, Reason::too_long) == 2);
+  for (const kbuf_advisor::Named& n : r.labels) {
+    CAPTURE(n.name);
+    CHECK(n.a.served == (n.name == "handed_back" ? 1 : 0));
+  }
+}
+
+TEST_CASE("a temporary freed before a newer one is held to its region's end, not past it") {
+  Settings s;
+  s.max_kernels = 8;
+  s.max_hold = 2;
+  for (const bool regions : {true, false}) {
+    CAPTURE(regions);
+    s.regions = regions;
+    Advisor a(s);
+    // "a" freed first, "b" five kernels later, both inside the region "a" was made in: holding
+    // "a" until "b" goes is what a scope opened with the region does.
+    a.push_region("outer");
+    a.allocate("Host", "a", address(1), 100);
+    a.push_region("inner");
+    a.allocate("Host", "b", address(2), 100);
+    a.deallocate("Host", "a", address(1), 100);
+    kernels(a, 5);
+    a.deallocate("Host", "b", address(2), 100);
+    a.pop_region();
+    a.pop_region();
+    // "c" made in a region that ends before "d" is freed: held past it, "d" is not served.
+    a.push_region("outer");
+    a.push_region("inner");
+    a.allocate("Host", "c", address(3), 100);
+    a.allocate("Host", "d", address(4), 100);
+    a.deallocate("Host", "c", address(3), 100);
+    a.pop_region();
+    kernels(a, 5);
+    a.deallocate("Host", "d", address(4), 100);
+    a.pop_region();
+    const Results r = a.finish();
+    CHECK(r.served() == (regions ? 3 : 2));
+    CHECK(reason(r, Reason::out_of_order) == (regions ? 1 : 2));
+    CHECK(r.replays.at(0).released_late == (regions ? 1 : 0));
+  }
+}
+
+TEST_CASE("KBUF_ADVISOR_REGIONS and KBUF_ADVISOR_PICK are read, bad values said") {
+  ::setenv("KBUF_ADVISOR_REGIONS", "0", 1);
+  ::setenv("KBUF_ADVISOR_PICK", "permute,,linear_ordering,permute", 1);
+  std::vector<std::string> warnings;
+  Settings s = Settings::from_environment(warnings);
+  CHECK_FALSE(s.regions);
+  CHECK(s.pick == std::vector<std::string>{"permute", "linear_ordering"});
+  CHECK(warnings.empty());
+  ::setenv("KBUF_ADVISOR_REGIONS", "yes", 1);
+  s = Settings::from_environment(warnings);
+  CHECK(s.regions);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] == "KBUF_ADVISOR_REGIONS='yes' is not 1 or 0; using 1");
+  ::unsetenv("KBUF_ADVISOR_REGIONS");
+  ::unsetenv("KBUF_ADVISOR_PICK");
+  CHECK(Settings::from_environment(warnings).pick.empty());
+}

@@ -238,7 +238,8 @@ TEST_CASE("the sites in kbuf-advisor.json: the fixed keys in their order, most a
                                          "allocations_avoided",
                                          "capacity_bytes",
                                          "cumulative_capacity_bytes",
-                                         "first_round_fallbacks"};
+                                         "first_round_fallbacks",
+                                         "inside_kokkos"};
   REQUIRE(j.at("sites").size() == r.sites.size());
   for (std::size_t i = 0; i < r.sites.size(); ++i) {
     const auto& e = j.at("sites")[i];
@@ -378,4 +379,81 @@ TEST_CASE("region labels in the picture never overprint one another") {
       CHECK(apart);
     }
   }
+}
+
+TEST_CASE("a site Kokkos itself allocates is marked inside Kokkos and listed after the others") {
+  Advisor a(Settings{});
+  // BinSort's temporaries avoid the most allocations, the program's own site fewer.
+  for (std::uintptr_t step = 0; step < 10; ++step) {
+    a.allocate("Host", "Kokkos::SortImpl::BinSortFunctor::sorted_values", address(1), 4000);
+    a.allocate("Host", "Kokkos::SortImpl::BinSortFunctor::bin_count", address(2), 400);
+    a.deallocate("Host", "Kokkos::SortImpl::BinSortFunctor::bin_count", address(2), 400);
+    a.deallocate("Host", "Kokkos::SortImpl::BinSortFunctor::sorted_values", address(1), 4000);
+    if (step % 2 == 0) allocate_and_free(a, "Host", "ArborX::permute", 3, 800);
+  }
+  const Results r = a.finish();
+  REQUIRE(r.sites.size() == 3);
+  CHECK(r.sites[0].label == "ArborX::permute");
+  CHECK_FALSE(r.sites[0].inside_kokkos);
+  CHECK(r.sites[0].allocations_avoided < r.sites[1].allocations_avoided);
+  for (std::size_t i = 1; i < 3; ++i) {
+    CAPTURE(r.sites[i].label);
+    CHECK(r.sites[i].label.rfind("Kokkos::SortImpl::", 0) == 0);
+    CHECK(r.sites[i].inside_kokkos);
+  }
+  const std::string report = kbuf_advisor::format_report(r);
+  const std::size_t change = report.find("== Call sites to change first");
+  const std::size_t kokkos = report.find("== Call sites inside Kokkos");
+  REQUIRE(change != std::string::npos);
+  REQUIRE(kokkos != std::string::npos);
+  CHECK(change < kokkos);
+  CHECK(report.find("'ArborX::permute'", change) < kokkos);
+  CHECK(report.find("'Kokkos::SortImpl::BinSortFunctor::sorted_values'", change) > kokkos);
+  const nlohmann::json j = nlohmann::json::parse(kbuf_advisor::format_json(r));
+  CHECK(j.at("sites")[0].at("inside_kokkos") == false);
+  CHECK(j.at("sites")[1].at("inside_kokkos") == true);
+  // Labels of Kokkos' algorithms and containers without the prefix.
+  for (const char* label : {"duplicated_forces", "view_dc", "std_unique_tmp_view",
+                            "UnorderedMap keys", "Kokkos::sort_by_key_via_sort::permute"}) {
+    CAPTURE(label);
+    CHECK(kbuf_advisor::inside_kokkos(label));
+  }
+  for (const char* label : {"Kokkos", "permute", "my::Kokkos::tmp", "view_dc2"}) {
+    CAPTURE(label);
+    CHECK_FALSE(kbuf_advisor::inside_kokkos(label));
+  }
+}
+
+TEST_CASE("picked sites replayed together need the buffer real allocators serving them need") {
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    CAPTURE(seed);
+    const std::vector<Op> ops = program(seed, 8);
+    for (const std::set<std::string>& pick : {std::set<std::string>{"halo::send", "neighbor::list"},
+                                              std::set<std::string>{"halo::recv", "neighbor::list"},
+                                              std::set<std::string>{"halo::send", "halo::recv"}}) {
+      Settings s;
+      s.pick.assign(pick.begin(), pick.end());
+      s.pick.push_back("never::seen");
+      const Results r = advise(ops, s);
+      const Real real = adopt(ops, pick);
+      CHECK(r.picked.labels == std::vector<std::string>(pick.begin(), pick.end()));
+      CHECK(r.picked.not_seen == std::vector<std::string>{"never::seen"});
+      CHECK(r.picked.capacity == real.capacity);
+      CHECK(r.picked.allocations_avoided == real.avoided);
+      CHECK(r.picked.first_round_fallbacks == real.first_round_fallbacks);
+      const std::string report = kbuf_advisor::format_report(r);
+      CHECK(report.find("== Picked sites (KBUF_ADVISOR_PICK)") != std::string::npos);
+      CHECK(report.find("never allocated, left out: 'never::seen'") != std::string::npos);
+      const nlohmann::json j = nlohmann::json::parse(kbuf_advisor::format_json(r));
+      CHECK(j.at("picked").at("capacity_bytes") == real.capacity);
+      CHECK(j.at("picked").at("not_seen") == nlohmann::json::array({"never::seen"}));
+    }
+  }
+  // Every site picked is the whole replay.
+  Settings s;
+  s.pick.assign(std::begin(site_names), std::end(site_names));
+  const Results r = advise(program(1, 8), s);
+  CHECK(r.picked.capacity == r.capacity());
+  CHECK(r.picked.allocations_avoided == r.allocations_avoided());
+  CHECK(r.picked.temporaries == r.served());
 }

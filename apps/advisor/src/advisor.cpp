@@ -3,11 +3,14 @@
 // How an allocation becomes a temporary of the replay. Each host thread has its own queue: the
 // allocations it makes and the frees of them (whichever thread frees), in the order they came.
 // The allocation at the head of a thread's queue waits for its verdict: once it is freed, it is a
-// temporary if it lived at most max_kernels kernels of its thread, and the replay serves it if
-// its lifetime nests inside those of the temporaries the replay holds on that thread and space
-// (kbuf releases in LIFO order); once its thread has run more than max_kernels kernels without
-// freeing it, it lives too long; once its thread's queue holds more than `window` events, it
-// outlived the window. Each queue is then processed in order, so the replay of a thread sees
+// temporary if it lived at most max_kernels kernels of its thread, or (regions on) if it was
+// freed before the innermost profiling region open at its allocation ended, and the replay
+// serves it if its lifetime nests inside those of the temporaries the replay holds on that
+// thread and space (kbuf releases in LIFO order; one freed before newer ones stays held until
+// they go, up to max_hold kernels past its free, or for as long as its region is still open);
+// once its thread has run more than max_kernels kernels without freeing it and its region (if
+// any) has ended, it lives too long; once its thread's queue holds more than `window` events,
+// it outlived the window. Each queue is then processed in order, so the replay of a thread sees
 // that thread's temporaries in the order it took them. Only the thread's own events (and the
 // frees of its allocations) move its queue: what other threads do, or how long they make this
 // one wait, changes no verdict.
@@ -70,6 +73,25 @@ Settings Settings::from_environment(std::vector<std::string>& warnings) {
   read_size("KBUF_ADVISOR_TOP", s.top, 1, warnings);
   read_size("KBUF_ADVISOR_SITES", s.sites, 1, warnings);
   read_size("KBUF_ADVISOR_SITE_EVENTS", s.site_events, 0, warnings);
+  if (const char* regions = std::getenv("KBUF_ADVISOR_REGIONS")) {
+    const std::string v = regions;
+    if (v == "1" || v == "0") {
+      s.regions = v == "1";
+    } else if (!v.empty()) {
+      warnings.push_back("KBUF_ADVISOR_REGIONS='" + v + "' is not 1 or 0; using 1");
+    }
+  }
+  if (const char* pick = std::getenv("KBUF_ADVISOR_PICK")) {
+    const std::string v = pick;
+    for (std::size_t at = 0; at <= v.size();) {
+      const std::size_t comma = std::min(v.find(',', at), v.size());
+      const std::string label = v.substr(at, comma - at);
+      if (!label.empty() && std::find(s.pick.begin(), s.pick.end(), label) == s.pick.end()) {
+        s.pick.push_back(label);
+      }
+      at = comma + 1;
+    }
+  }
   if (const char* rep = std::getenv("KBUF_ADVISOR_REPORT")) {
     const std::string r = rep;
     if (r == "stderr" || r == "stdout" || r == "off") {
@@ -111,6 +133,23 @@ double Histogram::quantile(double q) const noexcept {
     }
   }
   return 0;
+}
+
+bool inside_kokkos(const std::string& label) {
+  // Kokkos 3.x and 4.x: BinSort ("Kokkos::SortImpl::BinSortFunctor::..."), sort_by_key
+  // ("Kokkos::sort_by_key_via_sort::permute"), Random, ScatterView's duplicates, Kokkos::sort's
+  // copy of a view it cannot sort in place, the std algorithms' temporaries, UnorderedMap's
+  // arrays.
+  const auto starts = [&](std::string_view prefix) {
+    return label.compare(0, prefix.size(), prefix) == 0;
+  };
+  if (starts("Kokkos::") || starts("duplicated_") || starts("UnorderedMap ")) return true;
+  for (std::string_view name :
+       {"view_dc", "std_remove_if_tmp_view", "std_unique_tmp_view", "shift_left_impl",
+        "shift_right_impl", "rotate_impl_for_pivot_in_left_half_impl"}) {
+    if (label == name) return true;
+  }
+  return false;
 }
 
 const char* to_string(Reason r) noexcept {
@@ -168,6 +207,7 @@ constexpr std::size_t round_limit = 4096;  // tokens of a round cut where the st
 constexpr std::size_t marker_limit = 128;
 constexpr std::size_t max_threads = 1024;  // at once; beyond, the rest share the last slot
 constexpr std::size_t max_region_depth = 64;
+constexpr std::uint64_t region_open = ~std::uint64_t{0};  // Pending::region_end while open
 
 struct Pending {
   std::uint64_t seq = 0;  // the allocation's sequence number
@@ -179,6 +219,10 @@ struct Pending {
   std::uint32_t replay = 0;
   std::size_t slot = 0;     // its entry in the replay's stack
   std::uint64_t token = 0;  // its take's number in the replay's stream
+  // Regions on: when the innermost region open at its allocation ended (State::clock; 0:
+  // allocated outside every region; region_open: not yet), and when it was freed.
+  std::uint64_t region_end = 0, free_clock = 0;
+  bool in_region = false;  // freed before that region ended
 };
 
 struct Entry {
@@ -191,6 +235,10 @@ struct OpenRegion {
   std::uint32_t id, name;
   double t0;
   std::uint64_t peak;
+  // Regions on: the allocations made in it while it was the innermost (record, sequence
+  // number), told when it ends; those whose record went to another allocation are dropped.
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> made{};
+  std::size_t kept = 0;  // entries after the last drop
 };
 
 // What one host thread held in a column of time (the run cut into columns of one width, the
@@ -348,6 +396,7 @@ struct Held {
   std::uint64_t free_kernel;      // its thread's kernel count when the program freed it
   std::uint64_t min_free_kernel;  // the least free_kernel of it and the ones below it
   bool dead;
+  std::uint32_t record;  // its Pending, kept until it leaves the stack (for its region_end)
 };
 
 struct ReplayState {
@@ -445,7 +494,8 @@ struct Advisor::State {
   std::chrono::steady_clock::time_point t0;
   bool finished = false;
 
-  std::uint64_t seq = 0;  // allocations so far
+  std::uint64_t seq = 0;    // allocations so far
+  std::uint64_t clock = 0;  // frees and region ends so far (Pending::region_end, free_clock)
   std::uint64_t allocations = 0, deallocations = 0, bytes = 0, unmatched = 0;
   std::uint64_t kernels = 0, fences = 0, copies = 0, copy_bytes = 0, region_pushes = 0;
   std::uint64_t held = 0;          // bytes held in real spaces
@@ -695,22 +745,28 @@ struct Advisor::State {
     } else if (!p.freed) {
       if (at_end) {
         not_serve(p, Reason::live_at_end);
-      } else if (ts.kernels - p.kernel_at > settings.max_kernels) {
+      } else if (ts.kernels - p.kernel_at > settings.max_kernels && p.region_end != region_open) {
         not_serve(p, Reason::too_long);
       } else {
         not_serve(p, Reason::window);
       }
-    } else if (p.lifetime_kernels > settings.max_kernels) {
+    } else if (p.lifetime_kernels > settings.max_kernels && !p.in_region) {
       not_serve(p, Reason::too_long);
     } else {
       std::uint32_t index = 0;
       ReplayState& r = replay_for(p.thread, p.space, index);
       // Freed after temporaries the replay holds below it: they stay held until it is freed. Up
-      // to max_hold kernels past their own free that is what a kbuf scope around them does;
-      // beyond, it is not served.
+      // to max_hold kernels past their own free that is what a kbuf scope around them does, and
+      // so is any hold inside the region a held one was allocated in (a scope opened with the
+      // region holds it to the region's end); beyond, it is not served.
       const std::uint64_t free_kernel = p.kernel_at + p.lifetime_kernels;
+      const auto held_too_long = [&](const Held& h) {
+        return free_kernel > h.free_kernel && free_kernel - h.free_kernel > settings.max_hold &&
+               records[h.record].region_end <= p.free_clock;
+      };
       if (!r.held.empty() && free_kernel > r.held.back().min_free_kernel &&
-          free_kernel - r.held.back().min_free_kernel > settings.max_hold) {
+          free_kernel - r.held.back().min_free_kernel > settings.max_hold &&
+          std::any_of(r.held.begin(), r.held.end(), held_too_long)) {
         not_serve(p, Reason::out_of_order);
       } else {
         bool from_buffer = false;
@@ -723,7 +779,8 @@ struct Advisor::State {
           const std::uint64_t below =
               r.held.empty() ? free_kernel : std::min(free_kernel, r.held.back().min_free_kernel);
           p.slot = r.held.size();
-          r.held.push_back(Held{point, free_kernel, below, false});
+          r.held.push_back(
+              Held{point, free_kernel, below, false, static_cast<std::uint32_t>(&p - &records[0])});
         }
         p.token = r.tokens++;
         r.alone.try_emplace(p.label, r.replay.alignment())
@@ -819,7 +876,8 @@ struct Advisor::State {
       Pending& p = records[e.record];
       if (!e.free) {
         if (!p.decided) {
-          const bool known = p.freed || ts.kernels - p.kernel_at > settings.max_kernels;
+          const bool known = p.freed || (ts.kernels - p.kernel_at > settings.max_kernels &&
+                                         p.region_end != region_open);
           if (!known && !at_end && ts.queue.size() <= settings.window) return;
           decide(p, at_end && !p.freed);
         }
@@ -833,6 +891,7 @@ struct Advisor::State {
         if (p.slot + 1 != r.held.size()) ++r.held_late;  // a newer one is still held
         while (!r.held.empty() && r.held.back().dead) {
           r.replay.release(r.held.back().point);
+          free_records.push_back(r.held.back().record);
           r.held.pop_back();
         }
         const std::uint64_t token = r.tokens++;
@@ -842,7 +901,7 @@ struct Advisor::State {
       (p.served ? ts.temp_held : ts.other_held) -= p.size;
       const std::uint64_t column = column_of(e.t);
       ts.series.add(column, ts.temp_held, ts.temp_held + ts.other_held);
-      free_records.push_back(e.record);
+      if (!p.served || p.zero) free_records.push_back(e.record);  // else when it leaves the stack
       ts.queue.pop_front();
     }
   }
@@ -950,10 +1009,14 @@ struct Advisor::State {
       }
     }
     std::vector<Alone> order;
+    std::vector<bool> kokkos(labels.size());
     for (const Alone& a : alone) {
       if (labels[a.label].a.served != 0) order.push_back(a);
+      kokkos[a.label] = inside_kokkos(labels[a.label].name);
     }
+    // Kokkos' own sites after every other: no adopter can change them.
     std::stable_sort(order.begin(), order.end(), [&](const Alone& a, const Alone& b) {
+      if (kokkos[a.label] != kokkos[b.label]) return static_cast<bool>(kokkos[b.label]);
       if (a.avoided != b.avoided) return a.avoided > b.avoided;
       const Aggregate &x = labels[a.label].a, &y = labels[b.label].a;
       if (x.served_bytes != y.served_bytes) return x.served_bytes > y.served_bytes;
@@ -979,6 +1042,7 @@ struct Advisor::State {
       site.allocations_avoided = a.avoided;
       site.capacity = a.capacity;
       site.fallbacks = a.fallbacks;
+      site.inside_kokkos = kokkos[a.label];
       for (const ReplayState& r : replays) {
         SiteReplay sr(r.replay.alignment());
         play(
@@ -993,6 +1057,37 @@ struct Advisor::State {
       out.sites.push_back(site);
     }
     for (const ReplayState& r : replays) out.site_stream_temporaries += r.recorded;
+  }
+
+  // Results::picked: the sites KBUF_ADVISOR_PICK names (under any memory space), replayed
+  // together as a prefix of Results::sites is.
+  void picked_results(Results& out) const {
+    Picked& picked = out.picked;
+    if (settings.pick.empty()) return;
+    std::vector<bool> in(labels.size());
+    for (const std::string& name : settings.pick) {
+      bool seen = false;
+      for (std::uint32_t l = 0; l < labels.size(); ++l) {
+        if (labels[l].name == name && labels[l].space != "*") in[l] = seen = true;
+      }
+      (seen ? picked.labels : picked.not_seen).push_back(name);
+    }
+    std::vector<bool> round_in(rounds.size());
+    for (std::size_t i = 0; i < rounds.size(); ++i) {
+      for (std::uint32_t l : rounds[i].labels) round_in[i] = round_in[i] || in[l];
+    }
+    for (const ReplayState& r : replays) {
+      SiteReplay sr(r.replay.alignment());
+      play(
+          r, sr, [&](std::uint32_t l) { return static_cast<bool>(in[l]); },
+          [&](std::uint32_t id) { return !round_in[id]; });
+      picked.temporaries += sr.temporaries();
+      picked.capacity += sr.replay().next_capacity();
+      picked.allocations_avoided += sr.allocations_avoided();
+      picked.first_round_fallbacks += sr.replay().first_round_fallbacks();
+      picked.fallbacks += sr.replay().policy().counters().fallbacks;
+      picked.regrows += sr.replay().policy().counters().regrows;
+    }
   }
 
   // Results::adopted: each kbuf record space's memory space (its allocator's buffers'), and
@@ -1076,6 +1171,19 @@ void Advisor::allocate(const char* space, const char* label, const void* ptr, st
     record = static_cast<std::uint32_t>(s.records.size());
     s.records.push_back(p);
   }
+  if (s.settings.regions && !ts.regions.empty()) {
+    OpenRegion& open = ts.regions.back();
+    s.records[record].region_end = region_open;
+    if (open.made.size() >= 2 * open.kept + 64) {  // drop those whose record was reused
+      open.made.erase(std::remove_if(open.made.begin(), open.made.end(),
+                                     [&](const std::pair<std::uint32_t, std::uint64_t>& m) {
+                                       return s.records[m.first].seq != m.second;
+                                     }),
+                      open.made.end());
+      open.kept = open.made.size();
+    }
+    open.made.emplace_back(record, seq);
+  }
   s.live.emplace(ptr, record);
   s.live_stack(t, sp).push(seq);
   ts.queue.push_back(Entry{record, false, now});
@@ -1111,6 +1219,8 @@ void Advisor::deallocate(const char* space, const char* label, const void* ptr,
   // In kernels of the allocating thread, whichever thread frees it: the allocating thread's
   // allocator would hold it.
   p.lifetime_kernels = s.threads[p.thread].kernels - p.kernel_at;
+  p.free_clock = ++s.clock;
+  p.in_region = p.region_end == region_open;
   const bool lifo = s.live_stack(p.thread, p.space).free(p.seq);
   const double micros = (now - p.t) * 1e6;
   for (Named* n : {&s.labels[p.label], &s.regions[p.region]}) {
@@ -1174,11 +1284,20 @@ void Advisor::pop_region() {
   s.on_thread([&](std::uint32_t t) {
     ThreadState& ts = s.threads[t];
     if (ts.regions.empty()) return;
-    const OpenRegion r = ts.regions.back();
+    const OpenRegion r = std::move(ts.regions.back());
     ts.regions.pop_back();
     Named& n = s.regions[r.id];
     n.peak_held = std::max(n.peak_held, r.peak);
     s.add_trace(TraceEvent::region, t, r.name, r.t0, s.now());
+    if (!r.made.empty()) {
+      // Its allocations not freed yet live past their region; the kernel rule decides them.
+      const std::uint64_t end = ++s.clock;
+      for (const auto& [record, seq] : r.made) {
+        Pending& p = s.records[record];
+        if (p.seq == seq && p.region_end == region_open) p.region_end = end;
+      }
+      if (!ts.queue.empty()) s.process(t, false);
+    }
   });
 }
 
@@ -1278,6 +1397,7 @@ Results Advisor::finish() {
   r.not_served = s.not_served;
   for (ReplayState& rs : s.replays) s.close_round(rs);
   s.site_results(r);
+  s.picked_results(r);
   s.adopted_results(r);
   r.series = s.merged_series(r.seconds);
   r.series_width = s.column_width;

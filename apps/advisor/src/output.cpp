@@ -160,9 +160,10 @@ std::string format_report(const Results& r) {
 
   o << "\n== What kbuf would do: one kbuf::BufferAllocator per host thread and memory space, "
        "the program's temporaries\n   (freed within "
-    << r.settings.max_kernels
-    << " kernels of their thread; one freed before newer ones is held until they are, as a "
-       "kbuf scope does) replayed under kbuf's own rules\n";
+    << r.settings.max_kernels << " kernels of their thread"
+    << (r.settings.regions ? ", or before the profiling region they were allocated in ended" : "")
+    << "; one freed before newer ones is held until they are, as a kbuf scope does) replayed "
+       "under kbuf's own rules\n";
   std::uint64_t not_served = 0;
   for (std::uint64_t v : r.not_served) not_served += v;
   o << "  temporaries served   " << r.served() << " of " << r.allocations << " allocations ("
@@ -196,19 +197,14 @@ std::string format_report(const Results& r) {
           static_cast<unsigned long long>(x.released_late));
     }
   }
-  if (!r.sites.empty()) {
-    o << "\n== Call sites to change first (take these with kbuf::temporary in a kbuf::scope), most "
-         "allocations avoided first:\n   what a buffer for the site alone would do, and one for "
-         "it and every site above it together\n";
-    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s  %s\n", "", "allocations", "avoided",
-                       "buffer", "together:", "fallbacks", "", "avoided", "site [space]");
-    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s\n", "", "", "alone", "alone",
-                       "buffer", "(first round)", "regrowths", "");
-    for (std::size_t i = 0; i < r.sites.size() && i < top; ++i) {
-      const Site& x = r.sites[i];
+  const auto site_table = [&](bool kokkos) {
+    std::size_t shown = 0, count = 0;
+    for (const Site& x : r.sites) {
+      if (x.inside_kokkos != kokkos) continue;
+      if (++count > top) continue;
       const std::string fallbacks = std::to_string(x.cumulative_fallbacks) + " (" +
                                     std::to_string(x.first_round_fallbacks) + ")";
-      o << printf_string("  %2zu. %11llu %9lld %10s  %10s %13s %9llu %9lld  '%s' [%s]\n", i + 1,
+      o << printf_string("  %2zu. %11llu %9lld %10s  %10s %13s %9llu %9lld  '%s' [%s]\n", ++shown,
                          static_cast<unsigned long long>(x.count),
                          static_cast<long long>(x.allocations_avoided),
                          human_bytes(static_cast<double>(x.capacity)).c_str(),
@@ -217,7 +213,33 @@ std::string format_report(const Results& r) {
                          static_cast<long long>(x.cumulative_allocations_avoided),
                          clean(x.label).c_str(), clean(x.space).c_str());
     }
-    const std::size_t more = r.sites.size() > top ? r.sites.size() - top : 0;
+    return count - shown;  // not shown
+  };
+  const auto site_header = [&] {
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s  %s\n", "", "allocations", "avoided",
+                       "buffer", "together:", "fallbacks", "", "avoided", "site [space]");
+    o << printf_string("  %3s %11s %9s %10s  %10s %13s %9s %9s\n", "", "", "alone", "alone",
+                       "buffer", "(first round)", "regrowths", "");
+  };
+  const bool any_kokkos =
+      std::any_of(r.sites.begin(), r.sites.end(), [](const Site& x) { return x.inside_kokkos; });
+  if (!r.sites.empty()) {
+    std::size_t more = 0;
+    if (!std::all_of(r.sites.begin(), r.sites.end(),
+                     [](const Site& x) { return x.inside_kokkos; })) {
+      o << "\n== Call sites to change first (take these with kbuf::temporary in a kbuf::scope), "
+           "most allocations avoided first:\n   what a buffer for the site alone would do, and "
+           "one for it and every site above it together\n";
+      site_header();
+      more += site_table(false);
+    }
+    if (any_kokkos) {
+      o << "\n== Call sites inside Kokkos (its algorithms' and containers' own allocations: an "
+           "adopter cannot change these),\n   after every site above; \"together\" adds them to "
+           "all the sites listed before\n";
+      site_header();
+      more += site_table(true);
+    }
     if (more + r.sites_left_out != 0) {
       o << "  (" << more + r.sites_left_out << " more sites";
       if (r.sites_left_out != 0) {
@@ -228,6 +250,31 @@ std::string format_report(const Results& r) {
     }
     if (r.site_stream_temporaries < r.served()) {
       o << "  the replays of sites together cover the first " << r.site_stream_temporaries << " of "
+        << r.served() << " temporaries (KBUF_ADVISOR_SITE_EVENTS=" << r.settings.site_events
+        << ")\n";
+    }
+  }
+  if (!r.settings.pick.empty()) {
+    const Picked& p = r.picked;
+    o << "\n== Picked sites (KBUF_ADVISOR_PICK), one buffer for them together:";
+    for (std::size_t i = 0; i < p.labels.size(); ++i) {
+      o << (i == 0 ? " '" : ", '") << clean(p.labels[i]) << "'";
+    }
+    o << "\n";
+    o << "  temporaries          " << p.temporaries << "\n";
+    o << "  buffer capacity      " << p.capacity << " bytes (" << human_bytes(p.capacity) << ")\n";
+    o << "  fallbacks            " << p.fallbacks << " (" << p.first_round_fallbacks
+      << " in the first round), " << p.regrows << " regrowths\n";
+    o << "  allocations avoided  " << p.allocations_avoided << "\n";
+    if (!p.not_seen.empty()) {
+      o << "   note: never allocated, left out:";
+      for (std::size_t i = 0; i < p.not_seen.size(); ++i) {
+        o << (i == 0 ? " '" : ", '") << clean(p.not_seen[i]) << "'";
+      }
+      o << "\n";
+    }
+    if (r.site_stream_temporaries < r.served()) {
+      o << "   note: the replay covers the first " << r.site_stream_temporaries << " of "
         << r.served() << " temporaries (KBUF_ADVISOR_SITE_EVENTS=" << r.settings.site_events
         << ")\n";
     }
@@ -286,7 +333,9 @@ std::string format_json(const Results& r) {
                    {"trace_events", r.settings.trace_events},
                    {"names", r.settings.max_names},
                    {"sites", r.settings.sites},
-                   {"site_events", r.settings.site_events}};
+                   {"site_events", r.settings.site_events},
+                   {"regions", r.settings.regions},
+                   {"pick", r.settings.pick}};
   j["spaces"] = json::array();
   for (const SpaceTotals& s : r.spaces) {
     j["spaces"].push_back({{"space", clean(s.name)},
@@ -369,7 +418,8 @@ std::string format_json(const Results& r) {
                           {"allocations_avoided", x.allocations_avoided},
                           {"capacity_bytes", x.capacity},
                           {"cumulative_capacity_bytes", x.cumulative_capacity},
-                          {"first_round_fallbacks", x.first_round_fallbacks}});
+                          {"first_round_fallbacks", x.first_round_fallbacks},
+                          {"inside_kokkos", x.inside_kokkos}});
   }
   // More of each site, in the same order, and what the list covers.
   json more = json::array();
@@ -401,6 +451,19 @@ std::string format_json(const Results& r) {
                   {"series_columns", r.series.size()},
                   {"seconds_per_series_column", r.series_width},
                   {"peak_events_awaiting_verdict", r.peak_pending}};
+  if (!r.settings.pick.empty()) {
+    std::vector<std::string> labels, not_seen;
+    for (const std::string& l : r.picked.labels) labels.push_back(clean(l));
+    for (const std::string& l : r.picked.not_seen) not_seen.push_back(clean(l));
+    j["picked"] = {{"labels", labels},
+                   {"not_seen", not_seen},
+                   {"temporaries", r.picked.temporaries},
+                   {"capacity_bytes", r.picked.capacity},
+                   {"first_round_fallbacks", r.picked.first_round_fallbacks},
+                   {"fallbacks", r.picked.fallbacks},
+                   {"regrows", r.picked.regrows},
+                   {"allocations_avoided", r.picked.allocations_avoided}};
+  }
   return j.dump(1) + "\n";
 }
 
@@ -516,6 +579,7 @@ std::string sites_line(const Results& r, std::size_t room) {
   std::string line = "Call sites: avoided alone, buffer with those above:";
   std::size_t shown = 0;
   for (const Site& x : r.sites) {
+    if (x.inside_kokkos) break;  // they come last: no adopter can change them
     std::string label = clean(x.label);
     if (label.size() > 28) label = label.substr(0, 25) + "...";
     const std::string part = " " + std::to_string(shown + 1) + ". '" + label + "' " +

@@ -7,9 +7,9 @@
 // Thread-safe: every event takes one mutex; each host thread's verdicts follow from its own
 // events alone. Its memory is bounded whatever the length of the run: aggregates per label,
 // region, space and host thread (each capped), histograms of fixed size, a record per live
-// allocation of the program (the program holds those anyway) and the allocations still waiting
-// for their verdict (at most `window` events per host thread), time series and a trace of capped
-// size (what is left out is counted and said).
+// allocation of the program (the program holds those anyway), the allocations still waiting
+// for their verdict (at most `window` events per host thread) and the temporaries the replay
+// still holds, time series and a trace of capped size (what is left out is counted and said).
 #ifndef KBUF_ADVISOR_ADVISOR_HPP
 #define KBUF_ADVISOR_ADVISOR_HPP
 
@@ -40,6 +40,12 @@ struct Settings {
   std::size_t site_events = 1 << 20;  ///< KBUF_ADVISOR_SITE_EVENTS: events of the replay's
                                       ///< stream kept for those replays (repeats stored once)
   std::string report = "stderr";      ///< KBUF_ADVISOR_REPORT: stderr, stdout or off
+  bool regions = true;                ///< KBUF_ADVISOR_REGIONS (1 or 0): an allocation freed
+                                      ///< before the innermost profiling region open at its
+                                      ///< allocation ends is a temporary, however many kernels
+                                      ///< ran (a kbuf scope opened with the region serves it)
+  std::vector<std::string> pick;      ///< KBUF_ADVISOR_PICK: labels (comma-separated) replayed
+                                      ///< together into one buffer (Results::picked)
 
   /// From the environment; a value that cannot be read keeps the default and adds a line to
   /// `warnings`.
@@ -58,9 +64,11 @@ struct Histogram {
 
 /// Why a temporary candidate was left to the program's own allocations in the replay.
 enum class Reason : std::uint8_t {
-  too_long,      ///< lived more than max_kernels kernels of its thread
+  too_long,      ///< lived more than max_kernels kernels of its thread, and past the end of
+                 ///< the profiling region it was allocated in (if any)
   out_of_order,  ///< freed so long after older temporaries that holding them (LIFO) would keep
-                 ///< one more than max_kernels kernels past its own free
+                 ///< one more than max_hold kernels past its own free and past the end of the
+                 ///< region it was allocated in
   live_at_end,   ///< never freed before Kokkos::finalize
   window,        ///< live while its thread's queue passed `window` events
   kbuf_own,      ///< a buffer or fallback of the program's own kbuf allocator
@@ -135,6 +143,25 @@ struct Site {
   std::uint64_t first_round_fallbacks = 0;          ///< that buffer's first-round fallbacks
   std::uint64_t cumulative_fallbacks = 0;           ///< that buffer's fallbacks in all
   std::uint64_t cumulative_regrows = 0;             ///< that buffer's regrowths
+  /// Kokkos itself allocates it (inside_kokkos()): no adopter can change it. Such sites come
+  /// after every other in Results::sites.
+  bool inside_kokkos = false;
+};
+
+/// True for a label that Kokkos itself allocates under, in its algorithms and containers:
+/// "Kokkos::..." (BinSort's, sort_by_key's, Random's), ScatterView's "duplicated_<view>",
+/// Kokkos::sort's "view_dc", the std algorithms' temporaries and UnorderedMap's arrays.
+bool inside_kokkos(const std::string& label);
+
+/// The sites KBUF_ADVISOR_PICK names, replayed together: what one buffer for them would do (per
+/// host thread and memory space, summed), as Site's cumulative numbers are for a prefix.
+struct Picked {
+  std::vector<std::string> labels;    ///< picked and seen, in the order given
+  std::vector<std::string> not_seen;  ///< picked but never allocated
+  std::uint64_t temporaries = 0;      ///< theirs that the replay serves (and the buffer takes)
+  std::size_t capacity = 0;           ///< the buffer they need together
+  std::uint64_t first_round_fallbacks = 0, fallbacks = 0, regrows = 0;
+  std::int64_t allocations_avoided = 0;
 };
 
 /// The temporaries one of the program's kbuf allocators served under one label: the part of a
@@ -186,6 +213,7 @@ struct Results {
   /// stopped the stream first: then its start).
   std::uint64_t site_stream_temporaries = 0;
   std::vector<Adopted> adopted;      ///< most temporaries first
+  Picked picked;                     ///< empty unless KBUF_ADVISOR_PICK names sites
   std::vector<SeriesColumn> series;  ///< columns in which something changed, in time order
   double series_width = 0;           ///< seconds per column
   std::vector<Marker> markers;       ///< starts of outermost regions (a sample if many)
