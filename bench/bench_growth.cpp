@@ -9,6 +9,11 @@
 // processes (KBUF_GROW_IN_PLACE=0, =1, and KBUF_SIZES from a run before). Per way: the memory
 // allocations Kokkos Tools sees in the memory space during the first run, the bytes the
 // allocator holds at its end, and the time (the median of the runs).
+// Then what growth in place would cost as a default, regrowth and in place side by side: the
+// same halo steps run twice under a caller's temporary held at the bottom for the whole run (a
+// regrowth waits for an empty allocator, so every step beyond the buffer is a fallback: the
+// second pass is the steady state), and many small allocators (made, one 1 KiB temporary
+// written, destroyed; and 64 of them alive at once: the resident memory they add).
 #include <Kokkos_Core.hpp>
 
 #include <kbuf/kbuf.hpp>
@@ -19,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -79,6 +85,75 @@ Figures halo(Way way, std::size_t learned, int steps, int n0, int growth, int wi
   f.grown = s.grown_in_place;
   f.seconds = std::chrono::duration<double>(t1 - t0).count();
   return f;
+}
+
+// The halo steps twice under a 64-byte temporary held throughout: the second pass's fallbacks,
+// time and the bytes held.
+Figures held_bottom(Way way, int steps, int n0, int growth, int width) {
+  ::setenv("KBUF_GROW_IN_PLACE", way == Way::in_place ? "1" : "0", 1);
+  Alloc alloc;
+  auto held = alloc.allocate<double*>(8);
+  halo_run(alloc, steps, n0, growth, width);  // the first pass: both ways learn
+  const kbuf::Statistics first = alloc.statistics();
+  const kbuf_timing::AllocationCounter counter(space::name());
+  const kbuf_timing::AllocationCount before = kbuf_timing::AllocationCounter::now();
+  const auto t0 = std::chrono::steady_clock::now();
+  halo_run(alloc, steps, n0, growth, width);
+  const auto t1 = std::chrono::steady_clock::now();
+  const kbuf_timing::AllocationCount c = kbuf_timing::AllocationCounter::now() - before;
+  const kbuf::Statistics s = alloc.statistics();
+  Figures f;
+  f.allocations = c.allocations;
+  f.allocated_bytes = c.bytes;
+  f.held = alloc.held();
+  f.fallbacks = s.fallbacks - first.fallbacks;
+  f.regrows = s.regrows - first.regrows;
+  f.grown = s.grown_in_place - first.grown_in_place;
+  f.seconds = std::chrono::duration<double>(t1 - t0).count();
+  (void)held;
+  return f;
+}
+
+// Resident memory of this process, in bytes (/proc/self/statm), or 0 where it cannot be read.
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  if (!(statm >> pages >> resident)) return 0;
+  return resident * 4096;
+}
+
+struct Small {
+  double cycle_us = 0;       // make an allocator, write one 1 KiB temporary, destroy it
+  std::size_t resident = 0;  // what 64 such allocators alive at once add
+};
+
+Small small_allocators(Way way, int cycles) {
+  ::setenv("KBUF_GROW_IN_PLACE", way == Way::in_place ? "1" : "0", 1);
+  using exec = Alloc::execution_space;
+  const auto touch = [](Alloc& a) {
+    auto t = a.allocate<double*>(128);
+    Kokkos::parallel_for(
+        "kbuf-bench-growth: touch", Kokkos::RangePolicy<exec>(a.execution_space_instance(), 0, 128),
+        KOKKOS_LAMBDA(const int i) { t(i) = i; });
+    a.execution_space_instance().fence();
+  };
+  Small r;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < cycles; ++i) {
+    Alloc a;
+    touch(a);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  r.cycle_us = std::chrono::duration<double, std::micro>(t1 - t0).count() / cycles;
+  const std::size_t before = resident_bytes();
+  std::vector<std::unique_ptr<Alloc>> many;
+  for (int i = 0; i < 64; ++i) {
+    many.push_back(std::make_unique<Alloc>());
+    touch(*many.back());
+  }
+  const std::size_t after = resident_bytes();
+  r.resident = after > before ? after - before : 0;
+  return r;
 }
 
 void print_row(const char* workload, const char* way, const Figures& f, const Figures& base) {
@@ -222,6 +297,42 @@ int main(int argc, char** argv) {
         space::name());
   }
   std::printf("\nratio: seconds against regrowth's in the same workload\n");
+
+  // Growth in place as a default: a caller's temporary held at the bottom, and small allocators.
+  std::printf(
+      "\nheld bottom: a 64-byte temporary held across two passes of the halo steps; the second "
+      "pass\n");
+  print_head();
+  Figures held_base;
+  for (const Way w : {Way::regrowth, Way::in_place}) {
+    std::vector<double> seconds;
+    Figures f;
+    for (int r = 0; r < runs; ++r) {
+      f = held_bottom(w, steps, n0, growth, width);
+      seconds.push_back(f.seconds);
+    }
+    f.seconds = kbuf_timing::summarize(seconds).median;
+    if (w == Way::regrowth) held_base = f;
+    print_row("held bottom, 2nd pass", name_of(w), f, held_base);
+  }
+  const int cycles = quick ? 200 : 2000;
+  std::printf(
+      "\nsmall allocators: made, one 1 KiB temporary written, destroyed (%d times); 64 alive at "
+      "once\n%-11s %14s %7s %22s\n",
+      cycles, "growth", "us_per_cycle", "ratio", "resident_of_64_bytes");
+  Small small_base;
+  for (const Way w : {Way::regrowth, Way::in_place}) {
+    std::vector<double> us;
+    Small m;
+    for (int r = 0; r < runs; ++r) {
+      m = small_allocators(w, cycles);
+      us.push_back(m.cycle_us);
+    }
+    m.cycle_us = kbuf_timing::summarize(us).median;
+    if (w == Way::regrowth) small_base = m;
+    std::printf("%-11s %14.2f %7.2f %22zu\n", name_of(w), m.cycle_us,
+                small_base.cycle_us > 0 ? m.cycle_us / small_base.cycle_us : 0.0, m.resident);
+  }
   if (missed) {
     std::fprintf(stderr,
                  "kbuf-bench-growth: a first run in place or from a sizes file served "

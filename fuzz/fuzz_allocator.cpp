@@ -135,6 +135,8 @@ std::string differences(const Observed& x, const Observed& y) {
   cmp("fallbacks", x.s.fallbacks, y.s.fallbacks);
   cmp("fallback_bytes", x.s.fallback_bytes, y.s.fallback_bytes);
   cmp("regrows", x.s.regrows, y.s.regrows);
+  cmp("regrows_under_live", x.s.regrows_under_live, y.s.regrows_under_live);
+  cmp("empty temporaries", x.s.empty, y.s.empty);
   cmp("resets", x.s.resets, y.s.resets);
   cmp("peak_used", x.s.peak_used, y.s.peak_used);
   cmp("peak_live", x.s.peak_live, y.s.peak_live);
@@ -543,7 +545,13 @@ class World {
     const unsigned char* base = m.alloc.buffer().data();
     const std::uintptr_t ubase = reinterpret_cast<std::uintptr_t>(base);
     const std::size_t used_before = m.used;
-    const kbuf_model::Placement where = m.allocated(plan, ubase, g.data, next_seed_++);
+    // A growth under live temporaries whose buffer could not be had near the limit leaves the
+    // temporary a fallback, as without it.
+    const bool grow_refused = plan.may_grow_under_live &&
+                              plan.under_live_capacity > kAllocLimit - kSlack &&
+                              m.alloc.capacity() == m.capacity;
+    const kbuf_model::Placement where =
+        m.allocated(plan, ubase, g.data, next_seed_++, grow_refused);
     const Temp& t = m.live.back();
     FCHECK(reinterpret_cast<std::uintptr_t>(g.data) % a == 0,
            "misaligned temporary: ", static_cast<const void*>(g.data), " for alignment ", a);
@@ -638,7 +646,9 @@ class World {
       FCHECK(b % t.align == 0, "live temporary misaligned");
       const bool in_buffer = m.capacity != 0 && b >= ubase && b + t.nbytes <= ubase + m.used;
       const bool touches_buffer = m.capacity != 0 && b < ubase + m.capacity && b + t.nbytes > ubase;
-      FCHECK(t.fallback ? !touches_buffer : in_buffer, "temporary outside its memory");
+      // A temporary carved from a buffer replaced under it stays there, outside this one.
+      FCHECK(t.fallback || t.in_replaced ? !touches_buffer : in_buffer,
+             "temporary outside its memory");
       FCHECK(m.alloc.is_live(Alloc::view<unsigned char*>(t.data, t.nbytes)),
              "is_live is false for a live temporary");
       FCHECK(
@@ -656,7 +666,7 @@ class World {
     if (m.capacity == 0) return;
     std::vector<std::pair<std::size_t, std::size_t>> held;  // offsets of carved temporaries
     for (const Temp& t : m.live) {
-      if (!t.fallback) {
+      if (!t.fallback && !t.in_replaced) {
         const auto off = static_cast<std::size_t>(reinterpret_cast<std::uintptr_t>(t.data) - ubase);
         held.emplace_back(off, off + t.nbytes);
       }

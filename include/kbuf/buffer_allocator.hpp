@@ -235,7 +235,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
     if (KBUF_IMPL_UNLIKELY(!fast)) {
       p = allocate_checked<DataType, V>(extents...);
     } else if (KBUF_IMPL_UNLIKELY(nbytes == 0)) {
-      ++stats_.temporaries;  // a zero-sized temporary: an empty view, nothing moves
+      ++stats_.empty;  // a zero-sized temporary: an empty view, nothing moves
       p = nullptr;
     } else {
       p = acquire<alignof(T)>(nbytes);
@@ -406,7 +406,7 @@ class BufferAllocator final : private Impl::BufferPolicy {
   }
   /// Number of live fallback allocations.
   [[nodiscard]] std::size_t live_fallbacks() const noexcept {
-    return fallbacks_.size();
+    return fallbacks_.size() - replaced_buffers_;
   }
 
   /// True when the buffer grows in place: it is one reservation of addresses
@@ -620,9 +620,9 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // statistics(), always inlined: AllocatorPool::local() publishes it on every call.
   KBUF_IMPL_ALWAYS_INLINE Statistics current_statistics() const noexcept {
     Statistics s = stats_;
-    // stats_.temporaries: the zero-sized ones; released_ + depth_: every other temporary
-    // since construction, numbered_base_ of them before the measurement region.
-    s.temporaries += released_ + depth_ - numbered_base_ - stats_.fallbacks;
+    // released_ + depth_: every temporary that holds memory since construction, numbered_base_
+    // of them before the measurement region (zero-sized ones are stats_.empty).
+    s.temporaries = released_ + depth_ - numbered_base_ - stats_.fallbacks;
     if (used() > s.peak_used) s.peak_used = used();  // peaks still under way
     if (depth_ > s.peak_live) s.peak_live = depth_;
     s.reserved_bytes = reserved_;
@@ -816,9 +816,10 @@ class BufferAllocator final : private Impl::BufferPolicy {
   void update_fast_end() const noexcept {
     // Pass-through and Kokkos Tools reporting take the cold path for every temporary (and
     // every reset): folded in here, they cost the hot path nothing.
+    // A buffer replaced under live temporaries is freed by the general path's reset.
     const bool fast = records_.empty() && nmarks_ != mark_capacity_ && !regrow_pending() &&
                       alignment_ >= fast_alignment && !passthrough_ && reporter_ == nullptr &&
-                      !ordered_;
+                      !ordered_ && replaced_buffers_ == 0;
     std::size_t room = capacity_;
     if (hwm_ < room) room = hwm_;
     if (stats_.peak_used < room) room = stats_.peak_used;
@@ -899,6 +900,13 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // `capacity` for `call`; the caller charged `charged`, and what is not kept is given back.
   void regrow_from_now_on(const std::string& why, const std::string& error, std::size_t capacity,
                           std::size_t charged, const char* call);
+
+  // A growth blocked by live temporaries (growth_blocked()): a buffer that holds `nbytes`
+  // aligned to `a` above them, at their offsets, while the buffer replaced is held with the
+  // fallbacks until a reset releases every temporary carved from it. False (nothing changed)
+  // where the allocator grows otherwise (in place, pass-through), other instances' memory is
+  // live, a limit or the space refuses: the temporary is then a fallback, as before.
+  KBUF_IMPL_COLD bool grow_under_live(std::size_t nbytes, std::size_t a);
 
   // In place, with temporaries live: commits memory so that the buffer holds `end` bytes. False
   // (nothing changed) when the reservation, a limit or the space refuses: the temporary is then
@@ -1088,9 +1096,14 @@ class BufferAllocator final : private Impl::BufferPolicy {
   std::uint64_t numbered_base_ = 0;  // released_ + depth_ when the measurement region began
                                      // (reset_peaks)
   std::size_t limit_ = Impl::SharedBudget::no_limit;
-  std::size_t fallback_held_ = 0;         // bytes of the fallbacks held (live or being taken)
-  Impl::SharedBudget* budget_ = nullptr;  // a pool's combined limit, or none
-  bool passthrough_ = false;              // read once, when the allocator is made
+  std::size_t fallback_held_ = 0;     // bytes of the fallbacks held (live or being taken)
+  std::size_t replaced_buffers_ = 0;  // of fallbacks_, buffers replaced under live ones
+  // While a replaced buffer is held (the general path sees every reset): the lowest depth
+  // since the buffer became the buffer, below every temporary carved from it.
+  std::size_t tenure_low_ = 0;
+  bool tenure_tracked_ = false;
+  Impl::SharedBudget* budget_ = nullptr;               // a pool's combined limit, or none
+  bool passthrough_ = false;                           // read once, when the allocator is made
   std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at
                                                        // construction and KBUF_TOOLS_REPORT did
                                                        // not turn reports off
@@ -1122,7 +1135,7 @@ KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::allocate_checked(Extents... e
   const std::size_t nbytes = Impl::checked_byte_count<DataType, V>(
       [this](auto... e) { this->template refuse_extents<DataType, V>(e...); }, extents...);
   if (nbytes == 0) {
-    ++stats_.temporaries;
+    ++stats_.empty;
     return nullptr;
   }
   return acquire_slow(nbytes, alignof(typename V::value_type));

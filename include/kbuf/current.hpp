@@ -471,11 +471,12 @@ template <class MemorySpace = default_memory_space>
 /// guard made inside it changes nothing of what it releases.
 ///
 /// With `KBUF_ENABLE_DEBUG`, the temporaries it serves are Views with a reference count of their
-/// own (the allocator still accounts for them), and when it ends while something still holds
-/// one of them (a member of an object that outlives the call), the program aborts with a
-/// message naming the temporary's label and the scope's owner; in pass-through mode without
-/// debug checks, the temporary's memory is freed when the scope ends, so AddressSanitizer
-/// reports a later use.
+/// own (the allocator still accounts for them; their `label()` is empty, as in a release build;
+/// each is a Kokkos allocation of its own, which Kokkos Tools see, unlabelled), and when it ends
+/// while something still holds one of them (a member of an object that outlives the call), the
+/// program aborts with a message naming the temporary's label and the scope's owner; in
+/// pass-through mode without debug checks, the temporary's memory is freed when the scope ends, so
+/// AddressSanitizer reports a later use.
 ///
 /// Like a guard it belongs to the thread that made it. Scopes of one allocator end in LIFO
 /// order, as `BufferAllocator::Scope`s do. Not copyable, not movable: `auto s = kbuf::scope();`
@@ -626,11 +627,10 @@ KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> temporary_slow(const 
   if (CurrentScope<MemorySpace>* s = CurrentAccess::serving_scope<MemorySpace>(o)) {
     const U u = CurrentAccess::allocator(*s).template allocate<DataType, Layout>(label, extents...);
 #if KBUF_ENABLE_DEBUG
-    if (u.size() != 0) {
-      return CurrentAccess::hold(
-          *s, label,
-          V(Kokkos::view_alloc(std::string(label), Kokkos::WithoutInitializing),
-            static_cast<std::size_t>(extents)...));
+    if (u.size() != 0) {  // no label of its own: label() is empty, as in every build
+      return CurrentAccess::hold(*s, label,
+                                 V(Kokkos::view_alloc(std::string(), Kokkos::WithoutInitializing),
+                                   static_cast<std::size_t>(extents)...));
     }
 #endif
     return Impl::unmanaged_view<V>(u.data(), extents...);
@@ -715,7 +715,9 @@ KBUF_IMPL_ALWAYS_INLINE Kokkos::View<DataType, Layout, MemorySpace> temporary_of
 ///   allocator is still the thread's current one: a temporary of that allocator, released when
 ///   that scope ends. The View holds no reference count (Kokkos treats it as unmanaged:
 ///   `use_count()` is 0, `label()` empty; with `KBUF_ENABLE_DEBUG` it is counted, see
-///   `kbuf::CurrentScope`) and dangles after that, like every kbuf temporary.
+///   `kbuf::CurrentScope`, and its `label()` is empty too) and dangles after that, like every
+///   kbuf temporary. `label` names it in kbuf's own records (Kokkos Tools' `kbuf:` spaces,
+///   kbuf-advisor, debug checks' messages); derive no allocation's label from `label()`.
 /// - Otherwise (no scope of `o` innermost, or no allocator current): a View allocated
 ///   `Kokkos::view_alloc(label, Kokkos::WithoutInitializing)`, exactly what the library made
 ///   before it adopted kbuf. So an object made outside the library's own per-call scopes, which
@@ -854,8 +856,8 @@ KBUF_IMPL_COLD Kokkos::View<DataType, Layout, MemorySpace> temporary_on(const Ex
     const U u =
         CurrentAccess::allocator(*s).template allocate<DataType, Layout>(exec, label, extents...);
 #if KBUF_ENABLE_DEBUG
-    if (u.size() != 0) {
-      return CurrentAccess::hold(*s, label, plain_temporary_on<V>(exec, label, extents...));
+    if (u.size() != 0) {  // no label of its own: label() is empty, as in every build
+      return CurrentAccess::hold(*s, label, plain_temporary_on<V>(exec, "", extents...));
     }
 #endif
     return Impl::unmanaged_view<V>(u.data(), extents...);

@@ -13,7 +13,9 @@ namespace kbuf {
 /// Counters of one allocator, counted since its construction or since its last
 /// `reset_peaks()` (a measurement region).
 struct Statistics {
-  std::size_t temporaries = 0;     ///< temporaries served from the buffer (zero-sized included)
+  /// Temporaries served from the buffer: those that hold memory, as Kokkos Tools' records and
+  /// kbuf-advisor count them (zero-sized ones are `empty`).
+  std::size_t temporaries = 0;
   std::size_t fallbacks = 0;       ///< temporaries served by a fallback allocation
   std::size_t fallback_bytes = 0;  ///< bytes requested by those fallbacks
   std::size_t regrows = 0;         ///< times the buffer was replaced (growth, resize, shrink)
@@ -45,6 +47,14 @@ struct Statistics {
   /// Of the hand-offs, those that blocked the host (instances of different types: the host
   /// waited for the event).
   std::size_t host_waits = 0;
+  /// Zero-sized temporaries (a zero extent): empty Views that hold no memory, served without
+  /// touching the buffer. Not in `temporaries`.
+  std::size_t empty = 0;
+  /// Of the regrowths, those made under live temporaries: a growth was due when a reset left
+  /// temporaries live (a caller's temporary held across calls), so the next temporary that did
+  /// not fit took a larger buffer at once; the temporaries live then keep the buffer replaced
+  /// until they are released.
+  std::size_t regrows_under_live = 0;
 };
 
 /// One readable line, for logs: `temporaries 120, fallbacks 2 (4096 bytes), regrows 1,
@@ -52,7 +62,8 @@ struct Statistics {
 /// reservation for growth in place it goes on `, grown in place 3, reserved 68719476736 bytes,
 /// committed 6291456 bytes`; with fallbacks served while a growth waited for an empty allocator,
 /// `, fallbacks awaiting growth 61`; with hand-offs between instances, `, hand-offs 8 (host
-/// waits 0)`.
+/// waits 0)`; with regrowths under live temporaries, `, regrows under live temporaries 1`; with
+/// zero-sized temporaries, `, empty 4`.
 inline std::ostream& operator<<(std::ostream& os, const Statistics& s) {
   os << "temporaries " << s.temporaries << ", fallbacks " << s.fallbacks << " (" << s.fallback_bytes
      << " bytes), regrows " << s.regrows << ", resets " << s.resets << ", fences " << s.fences
@@ -68,6 +79,8 @@ inline std::ostream& operator<<(std::ostream& os, const Statistics& s) {
   if (s.handoffs != 0 || s.host_waits != 0) {
     os << ", hand-offs " << s.handoffs << " (host waits " << s.host_waits << ")";
   }
+  if (s.regrows_under_live != 0) os << ", regrows under live temporaries " << s.regrows_under_live;
+  if (s.empty != 0) os << ", empty " << s.empty;
   return os;
 }
 

@@ -62,7 +62,9 @@ TEST_CASE(
   const auto points = make_points(n);
   const auto reference = naive(points, radius);
   const qlib::execution_space space;
-  kbuf::BufferAllocator<Kokkos::HostSpace> alloc(1 << 20);
+  // A buffer too small for the library: the first call falls back, and the growth it leaves
+  // due is blocked by the caller's temporary, so the second call grows the buffer under it.
+  kbuf::BufferAllocator<Kokkos::HostSpace> alloc(8192);
   kbuf::use current(alloc);
   auto held = alloc.allocate<double*>(512);  // the caller's, live across every call
   const std::size_t held_bytes = alloc.used();
@@ -80,8 +82,41 @@ TEST_CASE(
   CHECK(alloc.statistics().fallbacks == fallbacks_after_first);
 #if QLIB_USES_KBUF
   CHECK(alloc.statistics().temporaries > 10);  // the library's buffers came from the allocator
+  CHECK(fallbacks_after_first > 0);
+  // Every growth was made under the caller's temporary (the allocator was never empty).
+  CHECK(alloc.statistics().regrows_under_live >= 1);
+  CHECK(alloc.statistics().regrows == alloc.statistics().regrows_under_live);
+  CHECK(alloc.statistics().fallbacks_awaiting_growth < fallbacks_after_first);
 #else
   CHECK(alloc.statistics().temporaries == 1);  // only the caller's: the library made plain Views
 #endif
   (void)held;
+}
+
+namespace {
+const kbuf::owner label_check{"label_check"};
+}  // namespace
+
+TEST_CASE(
+    "a served temporary's label() is empty in release and debug builds alike, a plain View's is "
+    "its label") {
+  // A library that derives an allocation's label from label() gets the same one in every build.
+  kbuf::BufferAllocator<Kokkos::HostSpace> alloc(1 << 16);
+  const auto plain = kbuf::temporary<int*, Kokkos::LayoutRight, Kokkos::HostSpace>(
+      label_check, "check::plain", 8);  // no scope: a plain View
+  CHECK(plain.label() == "check::plain");
+  kbuf::use current(alloc);
+  auto scope = kbuf::scope<Kokkos::HostSpace>(label_check);
+  const auto served = kbuf::temporary<int*, Kokkos::LayoutRight, Kokkos::HostSpace>(
+      label_check, "check::served", 8);
+  const auto on_instance = kbuf::temporary<qlib::offsets_type>(qlib::execution_space(), label_check,
+                                                               "check::on_instance", 8);
+  CHECK(alloc.statistics().temporaries == 2);
+  CHECK(served.label().empty());
+  CHECK(on_instance.label().empty());
+#if KBUF_ENABLE_DEBUG
+  CHECK(served.use_count() == 2);  // counted: the scope's reference and this one
+#else
+  CHECK(served.use_count() == 0);              // unmanaged
+#endif
 }

@@ -90,8 +90,9 @@ struct Temporary {
   std::size_t nbytes = 0;
   std::size_t align = 1;
   bool fallback = false;
-  std::uint64_t token = 0;  // unique, increasing: the order of allocation
-  std::uint32_t seed = 0;   // free for the caller (e.g. a byte pattern's)
+  std::uint64_t token = 0;   // unique, increasing: the order of allocation
+  std::uint32_t seed = 0;    // free for the caller (e.g. a byte pattern's)
+  bool in_replaced = false;  // carved from a buffer since replaced under live temporaries
 };
 
 /// A checkpoint: the point of the LIFO history when it was taken.
@@ -110,6 +111,10 @@ struct Plan {
   bool regrow_unrepresentable = false;  // no buffer size holds the high-water mark: the same
   bool regrow = false;                  // a pending regrowth to new_capacity comes first
   std::size_t new_capacity = 0;
+  // A growth blocked by live temporaries: if it does not fit, a buffer of under_live_capacity
+  // is taken at once, above them (BufferAllocator's growth under live temporaries).
+  bool may_grow_under_live = false;
+  std::size_t under_live_capacity = 0;
 
   /// The allocate must throw kbuf::out_of_memory, whatever memory there is.
   bool cannot_be_had() const { return need_overflows || regrow_unrepresentable; }
@@ -134,6 +139,17 @@ class Allocator {
   std::size_t need = 0;  // what the live temporaries would take if carved (worst-case padding)
   std::size_t hwm = 0;
   bool shrink = false;  // sizehint(n, true) asked the next regrowth to shrink too
+  // Documented: a reset that leaves temporaries live while a growth is due (the high-water mark
+  // above the capacity, or a shrink asked) blocks that growth; the next temporary that does not
+  // fit then takes a larger buffer at once, above the live ones, at their offsets, and the
+  // buffer replaced is held (not a live fallback) until a reset to the lowest depth the
+  // allocator had while it was the buffer (known while another replaced buffer is held, else
+  // 0: until empty), which frees it (after a fence).
+  bool blocked = false;
+  std::vector<std::size_t> replaced;  // for each buffer replaced and held: that depth
+  std::size_t tenure_low = 0;         // the lowest depth since the buffer became the buffer
+  bool tenure_tracked = false;        // ... while a replaced buffer was held all along
+  std::uintptr_t base = 0;            // the buffer's address, as last seen
   std::vector<Temporary> live;
   std::size_t nfallbacks = 0;
   std::uint64_t next_token = 1;
@@ -162,12 +178,21 @@ class Allocator {
 
   /// reset(cp) of a valid checkpoint (or reset(): the empty checkpoint of this model).
   void release_to(const Checkpoint& cp) {
-    if (nfallbacks > cp.nfallbacks) ++stats.fences;  // fallbacks are freed after a fence
+    bool frees = nfallbacks > cp.nfallbacks;
+    const std::size_t held_before = replaced.size();
+    replaced.erase(std::remove_if(replaced.begin(), replaced.end(),
+                                  [&](std::size_t low) { return low >= cp.depth; }),
+                   replaced.end());
+    if (replaced.size() != held_before) frees = true;
+    if (replaced.empty()) tenure_tracked = false;
+    tenure_low = std::min(tenure_low, cp.depth);
+    if (frees) ++stats.fences;  // fallbacks and buffers replaced are freed after a fence
     live.resize(cp.depth);
     nfallbacks = cp.nfallbacks;
     used = cp.used;
     need = cp.need;
     ++stats.resets;
+    blocked = cp.depth != 0 && (hwm > capacity || shrink);
   }
   void reset() { release_to(Checkpoint{id, 0, 0, 0, 0, 0}); }
 
@@ -190,24 +215,58 @@ class Allocator {
         p.new_capacity = target;
       }
     }
+    if (!p.need_overflows && blocked && !empty()) {
+      const std::size_t start = std::max(p.need_start, used + (p.a - 1));
+      std::size_t target = 0;
+      if (p.nbytes <= size_max - start && buffer_size(std::max(hwm, start + p.nbytes), &target) &&
+          target > capacity) {
+        p.may_grow_under_live = true;
+        p.under_live_capacity = target;
+      }
+    }
     return p;
   }
 
   /// The allocate planned as `p` succeeded and returned `data`; the buffer (after a regrowth)
   /// starts at `base`. Records the temporary; returns where the rules say it must be.
+  /// `grow_refused`: the memory for a growth under live temporaries could not be had (the
+  /// temporary is then a fallback, as without it).
   Placement allocated(const Plan& p, std::uintptr_t base, unsigned char* data,
-                      std::uint32_t seed = 0) {
+                      std::uint32_t seed = 0, bool grow_refused = false) {
     if (p.regrow) {
       if (capacity != 0) ++stats.fences;  // the old buffer is freed after a fence
       capacity = p.new_capacity;
       ++stats.regrows;
+      blocked = false;
     }
     if (empty()) shrink = false;  // a pending regrowth was done (or not needed)
-    Placement where;
-    if (capacity != 0) {
-      where.start = static_cast<std::size_t>(align_up(base + used, p.a) - base);
-      where.fits = where.start <= capacity && p.nbytes <= capacity - where.start;
+    const auto place = [&](std::uintptr_t at) {
+      Placement w;
+      if (capacity != 0) {
+        w.start = static_cast<std::size_t>(align_up(at + used, p.a) - at);
+        w.fits = w.start <= capacity && p.nbytes <= capacity - w.start;
+      }
+      return w;
+    };
+    // Whether it fits is decided in the buffer as it was: where a growth under live temporaries
+    // may replace it, that is the one last seen (a blocked growth follows an allocate, and a
+    // buffer changes without one only when empty).
+    Placement where = place(p.may_grow_under_live ? this->base : base);
+    if (!where.fits && p.may_grow_under_live && !grow_refused) {
+      if (capacity != 0) replaced.push_back(tenure_tracked ? tenure_low : 0);
+      for (Temporary& t : live) t.in_replaced = t.in_replaced || !t.fallback;
+      tenure_tracked = !replaced.empty();
+      tenure_low = depth();
+      capacity = p.under_live_capacity;
+      blocked = false;
+      shrink = false;
+      ++stats.regrows;
+      ++stats.regrows_under_live;
+      where = place(base);
+    } else if (!where.fits) {
+      where = place(base);  // the same buffer: no growth
     }
+    if (capacity != 0) this->base = base;
     if (where.fits) {
       used = where.start + p.nbytes;
       ++stats.temporaries;
@@ -225,7 +284,7 @@ class Allocator {
   }
 
   /// A zero-sized temporary: a valid empty view that moves nothing.
-  void allocated_empty() { ++stats.temporaries; }
+  void allocated_empty() { ++stats.empty; }
 
   void sizehint(std::size_t n, bool shrink_too) {
     if (shrink_too) {
@@ -250,6 +309,7 @@ class Allocator {
     }
     if (hwm > capacity) hwm = capacity;
     shrink = false;
+    blocked = false;
   }
 
   void fenced() { ++stats.fences; }

@@ -188,6 +188,10 @@ class Model {
           sync_buffer();
           REQUIRE(alloc_.capacity() == kbuf::buffer_size(m_.hwm));
           REQUIRE(base_ % A == 0);
+        } else if (plan.may_grow_under_live && alloc_.capacity() != m_.capacity) {
+          sync_buffer();  // grown under the live temporaries: the model says whether it must
+          REQUIRE(alloc_.capacity() == plan.under_live_capacity);
+          REQUIRE(base_ % A == 0);
         } else {
           REQUIRE(alloc_.capacity() == m_.capacity);
         }
@@ -328,6 +332,8 @@ class Model {
     REQUIRE(s.fallbacks == m_.stats.fallbacks);
     REQUIRE(s.fallback_bytes == m_.stats.fallback_bytes);
     REQUIRE(s.regrows == m_.stats.regrows);
+    REQUIRE(s.regrows_under_live == m_.stats.regrows_under_live);
+    REQUIRE(s.empty == m_.stats.empty);
     REQUIRE(s.resets == m_.stats.resets);
     REQUIRE(s.fences == m_.stats.fences);
   }

@@ -35,6 +35,10 @@ TEST_CASE("Statistics prints every counter on one line, in a fixed wording") {
   CHECK(text_of(kbuf::Statistics{}) ==
         "temporaries 0, fallbacks 0 (0 bytes), regrows 0, resets 0, fences 0, peak used 0 bytes, "
         "peak live 0, limit refusals 0");
+  s.empty = 7;  // printed only when not 0
+  CHECK(text_of(s) ==
+        "temporaries 120, fallbacks 2 (4096 bytes), regrows 1, resets 60, fences 3, "
+        "peak used 65536 bytes, peak live 4, limit refusals 5, empty 7");
 }
 
 TEST_CASE("an allocator's statistics print as the line of its counters") {
@@ -76,16 +80,18 @@ TEST_CASE("reset_peaks() restarts every counter and the peaks from what is live 
   CHECK(fresh.resets == 0);
   CHECK(fresh.fences == 0);
   CHECK(fresh.limit_refusals == 0);
+  CHECK(fresh.empty == 0);
   CHECK(fresh.peak_live == 1);  // the float temporary is still live
   CHECK(fresh.peak_used == used_now);
   CHECK(alloc.high_water_mark() == hwm);  // the growth target is not a statistic
 
   // The new region counts only what happens in it.
   (void)alloc.allocate<double*>(2);
-  (void)alloc.allocate<char*>(0);  // zero-sized: counted as a temporary too
+  (void)alloc.allocate<char*>(0);  // zero-sized: counted apart
   alloc.reset();
   const auto region = alloc.statistics();
-  CHECK(region.temporaries == 2);
+  CHECK(region.temporaries == 1);
+  CHECK(region.empty == 1);
   CHECK(region.resets == 1);
   CHECK(region.peak_live == 2);
   CHECK(region.peak_used < before.peak_used);

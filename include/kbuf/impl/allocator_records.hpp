@@ -17,6 +17,9 @@ struct FallbackRecord {
   std::size_t nbytes;
   std::size_t depth;            ///< live temporaries before it: a reset to a lower depth frees it
   std::size_t owned_alignment;  ///< pass-through in HostSpace: operator new's alignment, else 0
+  /// A buffer replaced under live temporaries (no fallback): held, like a fallback, until a
+  /// reset to `depth` or below, under every temporary carved from it.
+  bool replaced_buffer = false;
 };
 
 /// A live temporary that made the need differ more or less from the offset (a fallback, an

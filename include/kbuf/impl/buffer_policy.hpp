@@ -60,8 +60,41 @@ class BufferPolicy {
   /// True when the next acquisition on an empty allocator replaces the buffer first.
   [[nodiscard]] bool regrow_pending() const noexcept { return hwm_ > capacity_ || shrink_; }
 
-  /// True when the next acquisition replaces the buffer first (growth only when empty).
+  /// True when the next acquisition replaces the buffer first (growth when empty).
   [[nodiscard]] bool regrow_due() const noexcept { return depth_ == 0 && regrow_pending(); }
+
+  /// True when a temporary that does not fit makes a larger buffer at once, under the live
+  /// temporaries (grown_under_live), rather than a fallback: a growth is pending and the last
+  /// reset left temporaries live (a caller's temporary held across calls, an outer scope), so
+  /// a growth that waited for an empty allocator might wait for ever.
+  [[nodiscard]] bool growth_blocked() const noexcept { return blocked_ && depth_ != 0; }
+
+  /// The capacity of a buffer that serves `nbytes` aligned to `a` above the live temporaries,
+  /// at their offsets: `buffer_size` of the high-water mark or of the temporary's end there,
+  /// whichever is more. Precondition: the need plus `a` plus `nbytes` fits in size_t.
+  [[nodiscard]] std::size_t capacity_under_live(std::size_t nbytes, std::size_t a) const {
+    const std::size_t used = this->used();
+    const std::size_t need_start = align_up(used + extra_, alignment_) + (a - alignment_);
+    // Where it lands in a buffer aligned to alignment_ only: at most a - 1 bytes of padding.
+    const std::size_t start = used + (a - 1) > need_start ? used + (a - 1) : need_start;
+    const std::size_t end = start + nbytes;
+    return buffer_size(end > hwm_ ? end : hwm_);
+  }
+
+  /// The buffer is now `capacity` bytes at `origin`, and the live temporaries keep their
+  /// offsets: those carved before stay where they are, in the buffer replaced (which the
+  /// allocator holds until they are released), and the next ones go above used(). Counted as a
+  /// regrowth, and apart.
+  void grown_under_live(std::uintptr_t origin, std::size_t capacity) noexcept {
+    const std::size_t used = this->used();
+    origin_ = origin;
+    capacity_ = capacity;
+    top_ = origin + used;
+    blocked_ = false;
+    shrink_ = false;
+    ++stats_.regrows;
+    ++stats_.regrows_under_live;
+  }
 
   /// The capacity a regrowth leaves: `buffer_size(high-water mark)`, at most `largest` (what a
   /// limit leaves room for), never smaller than now unless a shrink was asked.
@@ -115,6 +148,7 @@ class BufferPolicy {
     origin_ = origin;
     capacity_ = capacity;
     top_ = origin;
+    blocked_ = false;
   }
 
   /// The buffer now holds `capacity` bytes at the same origin, its temporaries where they are
@@ -125,6 +159,7 @@ class BufferPolicy {
   void regrown(bool replaced) noexcept {
     if (replaced) ++stats_.regrows;
     shrink_ = false;
+    blocked_ = false;
   }
 
   /// Back to the point with `depth` live temporaries and `used` bytes: restores the need of
@@ -138,6 +173,9 @@ class BufferPolicy {
     depth_ = depth;
     top_ = origin_ + used;
     ++stats_.resets;
+    // A growth due now waits for an empty allocator; with temporaries left live it is blocked,
+    // and the next temporary that does not fit grows the buffer under them (growth_blocked).
+    blocked_ = depth != 0 && regrow_pending();
   }
 
  protected:
@@ -167,6 +205,7 @@ class BufferPolicy {
                             // padding) minus used()
   std::size_t hwm_ = 0;     // peak need up to the last reset (or what sizehint set)
   bool shrink_ = false;     // sizehint(n, true) asked the next regrowth to shrink too
+  bool blocked_ = false;    // the last reset left temporaries live with a growth due
   std::vector<ExtraRecord> records_;  // see ExtraRecord, oldest first
   std::size_t depth_ = 0;             // live temporaries, zero-sized ones aside
   Statistics stats_;

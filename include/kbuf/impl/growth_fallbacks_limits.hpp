@@ -296,7 +296,7 @@ KBUF_IMPL_COLD void* BufferAllocator<MemorySpace>::acquire_on(const Impl::OrderI
                   "': no host memory left to record the temporary's execution space instance");
   }
   if (nbytes == 0) {  // an empty view: no memory to order
-    ++stats_.temporaries;
+    ++stats_.empty;
     return nullptr;
   }
   if (who == 0) return acquire_slow(nbytes, type_alignment, label);  // the allocator's own
@@ -426,6 +426,9 @@ void* BufferAllocator<MemorySpace>::carve_or_fallback(std::size_t nbytes, std::s
       grow_in_place(place.start + nbytes)) {
     place = BufferPolicy::place(nbytes, a);  // fits now: the buffer holds its end
   }
+  if (!place.fits && growth_blocked() && grow_under_live(nbytes, a)) {
+    place = BufferPolicy::place(nbytes, a);  // fits now: a larger buffer above the live ones
+  }
   if (place.fits) {
     // No overflow: the need counts memory that is held, and nbytes fits in the buffer.
     void* p = base_ + place.start;
@@ -439,6 +442,50 @@ void* BufferAllocator<MemorySpace>::carve_or_fallback(std::size_t nbytes, std::s
     throw_unsatisfiable(nbytes, a);
   }
   return commit_fallback(take_fallback(nbytes, a, place.need_start + nbytes), nbytes, a);
+}
+
+template <class MemorySpace>
+KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_under_live(std::size_t nbytes,
+                                                                  std::size_t a) {
+  if (in_place_ || reserved_ != 0 || passthrough_ || ordered_) return false;
+  const std::size_t used = this->used();
+  constexpr std::size_t most = std::size_t(1) << 62;  // as in expect_addressable
+  if (nbytes > most || used + extra_ > most || a > most) return false;
+  const std::size_t capacity = BufferPolicy::capacity_under_live(nbytes, a);
+  if (capacity <= capacity_ || !try_charge(capacity)) return false;
+  raw_view raw;
+  try {
+    fallbacks_.reserve(fallbacks_.size() + 1);  // so that keeping the old buffer cannot fail
+    raw = allocate_raw(capacity + (alignment_ - 1), "::buffer", "kbuf::BufferAllocator::allocate",
+                       "a buffer of", capacity);
+  } catch (...) {  // no memory for it: the temporary is a fallback, as before
+    uncharge(capacity);
+    return false;
+  }
+  if (capacity_ != 0) {
+    // Held with the fallbacks, in their order (by depth), until a reset to the lowest depth
+    // the allocator had while it was the buffer: every temporary carved from it is above that.
+    // Known only while the general path saw every reset, that is while another replaced
+    // buffer was held; else until the allocator is empty.
+    const std::size_t low = tenure_tracked_ ? tenure_low_ : 0;
+    auto at = fallbacks_.end();
+    while (at != fallbacks_.begin() && (at - 1)->depth > low) --at;
+    Fallback old{buffer_, capacity_, low, 0};
+    old.replaced_buffer = true;
+    fallbacks_.insert(at, std::move(old));
+    fallback_held_ += capacity_;
+    ++replaced_buffers_;
+  }
+  const std::uintptr_t addr = reinterpret_cast<std::uintptr_t>(raw.data());
+  const std::size_t offset = static_cast<std::size_t>(Impl::align_up(addr, alignment_) - addr);
+  buffer_ = raw_view(raw, std::make_pair(offset, offset + capacity));
+  base_ = buffer_.data();
+  Impl::release_bytes<MemorySpace>(exec_, base_, capacity);  // unpoisoned as handed out
+  BufferPolicy::grown_under_live(reinterpret_cast<std::uintptr_t>(base_), capacity);
+  tenure_tracked_ = replaced_buffers_ != 0;  // the general path sees every reset from now on
+  tenure_low_ = depth_;
+  update_fast_end();
+  return true;
 }
 
 template <class MemorySpace>
@@ -760,6 +807,7 @@ KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::release_slow(std::size_t cp_de
   std::size_t keep = fallbacks_.size();
   while (keep != 0 && fallbacks_[keep - 1].depth >= cp_depth) --keep;
   if (keep != fallbacks_.size()) free_fallbacks(keep);
+  if (cp_depth < tenure_low_) tenure_low_ = cp_depth;
   while (nmarks_ != 0 && marks_[nmarks_ - 1].depth > cp_depth) --nmarks_;
   released_ += depth_ - cp_depth;
   release(cp_depth, cp_used);  // the need and the peaks: kbuf/impl/buffer_policy.hpp
@@ -797,7 +845,9 @@ KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::free_fallbacks(std::size_t kee
     Impl::unpoison<MemorySpace>(m.data(), m.size());
     Impl::debug_fill<MemorySpace>(exec_, m.data(), m.size());
     bytes += fallbacks_[i].nbytes;
+    if (fallbacks_[i].replaced_buffer) --replaced_buffers_;
   }
+  if (replaced_buffers_ == 0) tenure_tracked_ = false;  // the hot path may take resets again
   fence_noexcept();
   for (std::size_t i = keep; i < fallbacks_.size(); ++i) free_owned(fallbacks_[i]);
   fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());

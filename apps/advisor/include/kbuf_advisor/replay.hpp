@@ -1,7 +1,8 @@
 // One kbuf::BufferAllocator of the replay, without memory: kbuf's own rules
 // (kbuf::Impl::BufferPolicy, the base class of BufferAllocator) driven in the order
 // BufferAllocator's general path drives them (acquire_slow: regrow when empty and due, then
-// carve or fall back; a reset restores the point before a temporary). The differential test
+// carve, or grow under the live temporaries when a reset left a growth blocked, or fall back;
+// a reset restores the point before a temporary). The differential test
 // (tests/advisor/test_replay.cpp) runs the same programs through a real BufferAllocator and
 // through this, and compares every number.
 #ifndef KBUF_ADVISOR_REPLAY_HPP
@@ -41,7 +42,15 @@ class Replay {
       policy_.regrown(replace);
     }
     const Point before{policy_.depth(), policy_.used()};
-    const kbuf::Impl::Placement place = policy_.place(nbytes, alignment_);
+    kbuf::Impl::Placement place = policy_.place(nbytes, alignment_);
+    if (!place.fits && policy_.growth_blocked()) {
+      // A growth blocked by live temporaries: a larger buffer above them at once.
+      const std::size_t capacity = policy_.capacity_under_live(nbytes, alignment_);
+      if (capacity > policy_.capacity()) {
+        policy_.grown_under_live(origin(), capacity);
+        place = policy_.place(nbytes, alignment_);
+      }
+    }
     from_buffer = place.fits;
     if (place.fits) {
       policy_.carve(place, nbytes);
