@@ -10,7 +10,9 @@
 #             consumers build a project of their own with the compiler alone), so their verdicts
 #             are those the README's test command already had, from the same compiler and sources.
 #             Nor are the foreign-space copies of the tests (KBUF_FOREIGN_TESTS=OFF in the preset):
-#             they were 41% of this build's compile, and the README's test command runs them.
+#             they were 41% of this build's compile, and the README's test command runs them;
+#             nor kbuf-advisor-peer (KBUF_ADVISOR_PEER=OFF): Trilinos' templates under ASan were
+#             its longest step, for a program that runs no kbuf code but the advisor's.
 #   tsan      builds the executables of the tests that use threads (CTest label "threads":
 #             the AllocatorPool tests, the threaded instances example and kbuf-advisor's
 #             thread tests) with ThreadSanitizer (g++, -DKBUF_SANITIZE=thread) and runs them
