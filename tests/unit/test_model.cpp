@@ -351,7 +351,7 @@ class Model {
 
 TEST_CASE("random programs agree with the reference model at every step") {
   std::mt19937_64 rng(20261202);
-  std::size_t fallbacks = 0;
+  std::size_t fallbacks = 0, under_live = 0;
   const std::size_t sizes[] = {0, 64, 1000, 4096, 50000};
   const std::size_t alignments[] = {1, 8, 64, 256, 4096};
   for (int program_index = 0; program_index < 3000; ++program_index) {
@@ -364,8 +364,11 @@ TEST_CASE("random programs agree with the reference model at every step") {
     Model model(alloc, foreign);
     model.run(make_program(rng, 60, false));
     fallbacks += model.fallbacks_seen;
+    under_live += alloc.statistics().regrows_under_live;
   }
   CHECK(fallbacks > 100);  // the programs did exercise the fallback path
+  MESSAGE("growths under live temporaries in the programs: ", under_live);
+  CHECK(under_live > 100);  // and the growth under live temporaries
 }
 
 TEST_CASE("replaying a random program on the warmed-up allocator needs no fallback") {
