@@ -66,34 +66,9 @@ const char* name_of(Way w) {
   return w == Way::regrowth ? "regrowth" : (w == Way::in_place ? "in place" : "sizes file");
 }
 
-Figures halo(Way way, std::size_t learned, int steps, int n0, int growth, int width) {
-  ::setenv("KBUF_GROW_IN_PLACE", way == Way::in_place ? "1" : "0", 1);
-  Alloc alloc(way == Way::sizes ? learned : 0);
-  const kbuf_timing::AllocationCounter counter(space::name());
-  const kbuf_timing::AllocationCount before = kbuf_timing::AllocationCounter::now();
-  const auto t0 = std::chrono::steady_clock::now();
-  halo_run(alloc, steps, n0, growth, width);
-  const auto t1 = std::chrono::steady_clock::now();
-  const kbuf_timing::AllocationCount c = kbuf_timing::AllocationCounter::now() - before;
-  const kbuf::Statistics s = alloc.statistics();
-  Figures f;
-  f.allocations = c.allocations + (way == Way::sizes ? 1 : 0);  // its buffer, taken before
-  f.allocated_bytes = c.bytes + (way == Way::sizes ? alloc.capacity() : 0);
-  f.held = alloc.held();
-  f.fallbacks = s.fallbacks;
-  f.regrows = s.regrows;
-  f.grown = s.grown_in_place;
-  f.seconds = std::chrono::duration<double>(t1 - t0).count();
-  return f;
-}
-
-// The halo steps twice under a 64-byte temporary held throughout: the second pass's fallbacks,
-// time and the bytes held.
-Figures held_bottom(Way way, int steps, int n0, int growth, int width) {
-  ::setenv("KBUF_GROW_IN_PLACE", way == Way::in_place ? "1" : "0", 1);
-  Alloc alloc;
-  auto held = alloc.allocate<double*>(8);
-  halo_run(alloc, steps, n0, growth, width);  // the first pass: both ways learn
+// The halo steps on `alloc`, timed: the allocations Kokkos Tools sees in the memory space, and
+// the allocator's counters since the call began.
+Figures measured_run(Alloc& alloc, int steps, int n0, int growth, int width) {
   const kbuf::Statistics first = alloc.statistics();
   const kbuf_timing::AllocationCounter counter(space::name());
   const kbuf_timing::AllocationCount before = kbuf_timing::AllocationCounter::now();
@@ -110,6 +85,28 @@ Figures held_bottom(Way way, int steps, int n0, int growth, int width) {
   f.regrows = s.regrows - first.regrows;
   f.grown = s.grown_in_place - first.grown_in_place;
   f.seconds = std::chrono::duration<double>(t1 - t0).count();
+  return f;
+}
+
+Figures halo(Way way, std::size_t learned, int steps, int n0, int growth, int width) {
+  ::setenv("KBUF_GROW_IN_PLACE", way == Way::in_place ? "1" : "0", 1);
+  Alloc alloc(way == Way::sizes ? learned : 0);
+  Figures f = measured_run(alloc, steps, n0, growth, width);
+  if (way == Way::sizes) {  // its buffer, taken before
+    f.allocations += 1;
+    f.allocated_bytes += alloc.capacity();
+  }
+  return f;
+}
+
+// The halo steps twice under a 64-byte temporary held throughout: the second pass's fallbacks,
+// time and the bytes held.
+Figures held_bottom(Way way, int steps, int n0, int growth, int width) {
+  ::setenv("KBUF_GROW_IN_PLACE", way == Way::in_place ? "1" : "0", 1);
+  Alloc alloc;
+  auto held = alloc.allocate<double*>(8);
+  halo_run(alloc, steps, n0, growth, width);  // the first pass: both ways learn
+  const Figures f = measured_run(alloc, steps, n0, growth, width);
   (void)held;
   return f;
 }

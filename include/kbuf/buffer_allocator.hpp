@@ -1101,7 +1101,6 @@ class BufferAllocator final : private Impl::BufferPolicy {
   // While a replaced buffer is held (the general path sees every reset): the lowest depth
   // since the buffer became the buffer, below every temporary carved from it.
   std::size_t tenure_low_ = 0;
-  bool tenure_tracked_ = false;
   Impl::SharedBudget* budget_ = nullptr;               // a pool's combined limit, or none
   bool passthrough_ = false;                           // read once, when the allocator is made
   std::unique_ptr<Impl::TemporaryReporter> reporter_;  // set when a tool was loaded at

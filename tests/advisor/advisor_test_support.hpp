@@ -1,7 +1,9 @@
 // What the tests of kbuf-advisor's core share: the names they use, fake addresses and the
-// replay's verdicts read by reason.
+// replay's verdicts read by reason and label.
 #ifndef KBUF_TESTS_ADVISOR_TEST_SUPPORT_HPP
 #define KBUF_TESTS_ADVISOR_TEST_SUPPORT_HPP
+
+#include <doctest/doctest.h>
 
 #include <kbuf_advisor/advisor.hpp>
 
@@ -43,6 +45,14 @@ inline void kbuf_fallback_temporary(Advisor& a, const std::string& owner, const 
 // The allocations not served for one reason.
 inline std::uint64_t reason(const Results& r, Reason why) {
   return r.not_served[static_cast<std::size_t>(why)];
+}
+
+// Checks that of every label only `label` had a temporary served, and one.
+inline void check_served_only(const Results& r, const std::string& label) {
+  for (const kbuf_advisor::Named& n : r.labels) {
+    CAPTURE(n.name);
+    CHECK(n.a.served == (n.name == label ? 1 : 0));
+  }
 }
 
 }  // namespace kbuf_advisor_test

@@ -189,10 +189,7 @@ TEST_CASE("a kbuf allocator's own buffer and fallbacks are never taken for tempo
   CHECK(r.allocations == 3);
   CHECK(reason(r, Reason::kbuf_own) == 2);
   CHECK(r.served() == 1);
-  for (const kbuf_advisor::Named& n : r.labels) {
-    CAPTURE(n.name);
-    CHECK(n.a.served == (n.name == "halo::buffer" ? 1 : 0));
-  }
+  check_served_only(r, "halo::buffer");
 }
 
 TEST_CASE("a long run keeps the advisor's memory bounded and says what it left out") {
@@ -407,10 +404,7 @@ TEST_CASE("past its region's end the kernel rule decides, and so does it outside
   const Results r = a.finish();
   CHECK(r.served() == 1);
   CHECK(reason(r, Reason::too_long) == 2);
-  for (const kbuf_advisor::Named& n : r.labels) {
-    CAPTURE(n.name);
-    CHECK(n.a.served == (n.name == "handed_back" ? 1 : 0));
-  }
+  check_served_only(r, "handed_back");
 }
 
 TEST_CASE("a temporary freed before a newer one is held to its region's end, not past it") {

@@ -148,7 +148,6 @@ class Allocator {
   bool blocked = false;
   std::vector<std::size_t> replaced;  // for each buffer replaced and held: that depth
   std::size_t tenure_low = 0;         // the lowest depth since the buffer became the buffer
-  bool tenure_tracked = false;        // ... while a replaced buffer was held all along
   std::uintptr_t base = 0;            // the buffer's address, as last seen
   std::vector<Temporary> live;
   std::size_t nfallbacks = 0;
@@ -184,7 +183,6 @@ class Allocator {
                                   [&](std::size_t low) { return low >= cp.depth; }),
                    replaced.end());
     if (replaced.size() != held_before) frees = true;
-    if (replaced.empty()) tenure_tracked = false;
     tenure_low = std::min(tenure_low, cp.depth);
     if (frees) ++stats.fences;  // fallbacks and buffers replaced are freed after a fence
     live.resize(cp.depth);
@@ -253,9 +251,9 @@ class Allocator {
     // buffer changes without one only when empty).
     Placement where = place(p.may_grow_under_live ? this->base : base);
     if (!where.fits && p.may_grow_under_live && !grow_refused) {
-      if (capacity != 0) replaced.push_back(tenure_tracked ? tenure_low : 0);
+      // Known while a replaced buffer was held since this one became the buffer.
+      if (capacity != 0) replaced.push_back(replaced.empty() ? 0 : tenure_low);
       for (Temporary& t : live) t.in_replaced = t.in_replaced || !t.fallback;
-      tenure_tracked = !replaced.empty();
       tenure_low = depth();
       capacity = p.under_live_capacity;
       blocked = false;

@@ -539,6 +539,18 @@ TEST_CASE("the tests' space is the foreign one exactly in the foreign build") {
   }
 }
 
+namespace {
+// Ten rounds of two 8000-byte temporaries, each round reset to its start.
+void ten_rounds_of_two(kbuf_test::Alloc& alloc) {
+  for (int step = 0; step < 10; ++step) {
+    const auto cp = alloc.checkpoint();
+    (void)alloc.allocate<double*>(1000);  // 8000 bytes: more than a 1 KiB buffer
+    (void)alloc.allocate<double*>(1000);
+    alloc.reset(cp);
+  }
+}
+}  // namespace
+
 TEST_CASE(
     "a growth blocked by a temporary held at the bottom is made under it at the next need: the "
     "buffer replaced is held until that temporary is released") {
@@ -547,12 +559,7 @@ TEST_CASE(
     kbuf_test::Alloc alloc(1024);
     auto bottom = held ? alloc.allocate<char*>(64) : kbuf_test::Alloc::view<char*>();
     const std::size_t first_capacity = alloc.capacity();
-    for (int step = 0; step < 10; ++step) {
-      const auto cp = alloc.checkpoint();
-      (void)alloc.allocate<double*>(1000);  // 8000 bytes: more than the buffer at first
-      (void)alloc.allocate<double*>(1000);
-      alloc.reset(cp);
-    }
+    ten_rounds_of_two(alloc);
     const kbuf::Statistics s = alloc.statistics();
     // The first round falls back twice (its second fallback awaits a growth), whatever is held.
     CHECK(s.fallbacks == 2);
@@ -617,12 +624,7 @@ TEST_CASE("under a limit that leaves no room for a second buffer, a blocked grow
   kbuf_test::Alloc alloc(1024);
   alloc.limit(17100);
   auto bottom = alloc.allocate<char*>(64);
-  for (int step = 0; step < 10; ++step) {
-    const auto cp = alloc.checkpoint();
-    (void)alloc.allocate<double*>(1000);
-    (void)alloc.allocate<double*>(1000);
-    alloc.reset(cp);
-  }
+  ten_rounds_of_two(alloc);
   const kbuf::Statistics s = alloc.statistics();
   // Every need past the buffer falls back, and all but the very first awaited the growth.
   CHECK(s.fallbacks == 20);

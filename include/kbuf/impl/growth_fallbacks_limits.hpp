@@ -466,8 +466,9 @@ KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_under_live(std::size_t nb
     // Held with the fallbacks, in their order (by depth), until a reset to the lowest depth
     // the allocator had while it was the buffer: every temporary carved from it is above that.
     // Known only while the general path saw every reset, that is while another replaced
-    // buffer was held; else until the allocator is empty.
-    const std::size_t low = tenure_tracked_ ? tenure_low_ : 0;
+    // buffer was held (from the growth that made this the buffer on: only a growth adds one);
+    // else until the allocator is empty.
+    const std::size_t low = replaced_buffers_ != 0 ? tenure_low_ : 0;
     auto at = fallbacks_.end();
     while (at != fallbacks_.begin() && (at - 1)->depth > low) --at;
     Fallback old{buffer_, capacity_, low, 0};
@@ -482,7 +483,6 @@ KBUF_IMPL_COLD bool BufferAllocator<MemorySpace>::grow_under_live(std::size_t nb
   base_ = buffer_.data();
   Impl::release_bytes<MemorySpace>(exec_, base_, capacity);  // unpoisoned as handed out
   BufferPolicy::grown_under_live(reinterpret_cast<std::uintptr_t>(base_), capacity);
-  tenure_tracked_ = replaced_buffers_ != 0;  // the general path sees every reset from now on
   tenure_low_ = depth_;
   update_fast_end();
   return true;
@@ -847,7 +847,6 @@ KBUF_IMPL_COLD void BufferAllocator<MemorySpace>::free_fallbacks(std::size_t kee
     bytes += fallbacks_[i].nbytes;
     if (fallbacks_[i].replaced_buffer) --replaced_buffers_;
   }
-  if (replaced_buffers_ == 0) tenure_tracked_ = false;  // the hot path may take resets again
   fence_noexcept();
   for (std::size_t i = keep; i < fallbacks_.size(); ++i) free_owned(fallbacks_[i]);
   fallbacks_.erase(fallbacks_.begin() + static_cast<std::ptrdiff_t>(keep), fallbacks_.end());
